@@ -1,0 +1,88 @@
+"""Programs, functions, blocks and operations: MIL.proto's structure as Python objects.
+
+Each class mirrors one message; map fields are dicts, repeated fields lists. An argument of an
+operation is a list of bindings, each a var name (str), a Value, or None (a Binding with neither
+case set). `loc` is where the parser found the object (line, column), for diagnostics only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .types import TensorType, ValueType
+from .values import TensorData, Value
+
+
+@dataclass(eq=True)
+class Var:
+    """A NamedValueType: a function/block input or an op output."""
+    name: str
+    type: ValueType | None = None
+    loc: tuple | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(eq=True)
+class Operation:
+    type: str
+    inputs: dict[str, list] = field(default_factory=dict)
+    outputs: list[Var] = field(default_factory=list)
+    blocks: list["Block"] = field(default_factory=list)
+    attributes: dict[str, Value] = field(default_factory=dict)
+    loc: tuple | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def name(self) -> str | None:
+        """The op's name: its `name` attribute when that is a string scalar."""
+        v = self.attributes.get("name")
+        if v is not None and isinstance(v.data, TensorData) and v.data.field == "strings" \
+                and len(v.data.values) == 1 and isinstance(v.type, TensorType) and v.type.dtype == "string":
+            return v.data.values[0]
+        return None
+
+    @name.setter
+    def name(self, name: str) -> None:
+        self.attributes["name"] = Value.tensor(name)
+
+
+@dataclass(eq=True)
+class Block:
+    inputs: list[Var] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
+    attributes: dict[str, Value] = field(default_factory=dict)
+    loc: tuple | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(eq=True)
+class Function:
+    inputs: list[Var] = field(default_factory=list)
+    opset: str = ""
+    blocks: dict[str, Block] = field(default_factory=dict)   # block_specializations
+    attributes: dict[str, Value] = field(default_factory=dict)
+    loc: tuple | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def block(self) -> Block:
+        """The block specialized for the function's own opset."""
+        return self.blocks[self.opset]
+
+
+@dataclass(eq=True)
+class Program:
+    functions: dict[str, Function] = field(default_factory=dict)
+    version: int = 1
+    doc: str = ""
+    attributes: dict[str, Value] = field(default_factory=dict)
+
+    @classmethod
+    def from_proto(cls, data) -> "Program":
+        """A Program from serialized MIL Program bytes or a Program message (any pool)."""
+        from ..proto.decode import program_from_proto
+        return program_from_proto(data)
+
+    def to_proto(self, *, strict: bool = False):
+        """This program as a `CoreML.Specification.MILSpec.Program` message (miltext's own pool).
+
+        Raises ProgramError for what no proto can hold (a value left out as `[...]`); with
+        `strict`, also for references to names nothing defines."""
+        from ..proto.encode import program_to_proto
+        return program_to_proto(self, strict=strict)

@@ -1,0 +1,83 @@
+"""Types of MIL values, one class per `ValueType` case of MIL.proto.
+
+A field the proto leaves unset is `None` here (for a `ValueType`) or `MISSING` (for a list's
+length); a message that is present but empty has its own spelling (`UnknownType`, `UNSET_DIM`),
+because the proto keeps the difference and so must we.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from .values import Value
+
+
+class _Sentinel:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+    def __reduce__(self):
+        return self._name
+
+
+VARIADIC = _Sentinel("VARIADIC")    # Dimension.unknown with variadic = true
+UNSET_DIM = _Sentinel("UNSET_DIM")  # a Dimension message with neither case set
+MISSING = _Sentinel("MISSING")      # ListType.length not set at all
+
+# A dimension: an int (constant size), None (unknown size), VARIADIC or UNSET_DIM.
+Dim = Union[int, None, _Sentinel]
+
+
+@dataclass(eq=True)
+class TensorType:
+    dtype: str                       # a dtypes name: "fp32", "int4", ...
+    shape: tuple = ()                # Dims, outermost first; () for a scalar
+    rank: int | None = None          # None: len(shape); set only when the proto says otherwise
+    attributes: dict[str, "Value"] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.shape = tuple(self.shape)
+
+    @property
+    def proto_rank(self) -> int:
+        return len(self.shape) if self.rank is None else self.rank
+
+    @property
+    def is_static(self) -> bool:
+        return all(type(d) is int for d in self.shape) and self.rank is None
+
+
+@dataclass(eq=True)
+class ListType:
+    element: "ValueType | None"
+    length: object = None            # a Dim, or MISSING when the proto has no length
+
+
+@dataclass(eq=True)
+class TupleType:
+    types: list = field(default_factory=list)
+
+
+@dataclass(eq=True)
+class DictType:
+    key: "ValueType | None"
+    value: "ValueType | None"
+
+
+@dataclass(eq=True)
+class StateType:
+    wrapped: "ValueType | None"
+
+
+@dataclass(eq=True)
+class UnknownType:
+    """A ValueType message with no case set (coremltools' `unknown`)."""
+
+
+ValueType = Union[TensorType, ListType, TupleType, DictType, StateType, UnknownType]

@@ -1,0 +1,166 @@
+"""Values of MIL: what `Value` holds in MIL.proto, with tensor data as numpy arrays."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import dtypes, packing
+from .types import TensorType, ValueType
+
+# numpy element type of each numeric TensorValue field (strings are a list, bytes are bytes).
+FIELD_NUMPY = {"floats": np.dtype(np.float32), "doubles": np.dtype(np.float64),
+               "ints": np.dtype(np.int32), "longInts": np.dtype(np.int64),
+               "bools": np.dtype(np.bool_)}
+FIELDS = ("floats", "ints", "bools", "strings", "longInts", "doubles", "bytes")
+
+DEFAULT_WEIGHT_FILE = "@model_path/weights/weight.bin"
+
+
+class TensorData:
+    """A TensorValue: which field holds the elements (None: no field set) and its contents,
+    exactly as stored: a numpy array for numeric fields, a list of str, or bytes."""
+    __slots__ = ("field", "values")
+
+    def __init__(self, field: str | None, values=None):
+        if field is None:
+            values = None
+        elif field == "bytes":
+            values = bytes(values or b"")
+        elif field == "strings":
+            values = list(values or [])
+        else:
+            values = np.ascontiguousarray(values if values is not None else [], FIELD_NUMPY[field]).reshape(-1)
+        self.field, self.values = field, values
+
+    def __len__(self) -> int:
+        return 0 if self.values is None else len(self.values)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, TensorData) or self.field != other.field:
+            return NotImplemented if not isinstance(other, TensorData) else False
+        if isinstance(self.values, np.ndarray):
+            return self.values.tobytes() == other.values.tobytes()
+        return self.values == other.values
+
+    def __repr__(self) -> str:
+        return f"TensorData({self.field!r}, {self.values!r})"
+
+
+@dataclass(eq=True)
+class TupleData:
+    values: list = field(default_factory=list)      # Values
+
+
+@dataclass(eq=True)
+class ListData:
+    values: list = field(default_factory=list)      # Values
+
+
+@dataclass(eq=True)
+class DictData:
+    items: list = field(default_factory=list)       # (key Value | None, value Value | None)
+
+
+@dataclass(eq=True)
+class Blob:
+    """A BlobFileValue: the weight at `offset` (of its metadata record) in `file`."""
+    offset: int
+    file: str = DEFAULT_WEIGHT_FILE
+
+
+@dataclass(eq=True)
+class EmptyImmediate:
+    """An ImmediateValue message with no case set."""
+
+
+@dataclass(eq=True)
+class Elided:
+    """A value an older coremltools print left out as `[...]`: known to exist, not known."""
+
+
+@dataclass(eq=True)
+class Value:
+    type: ValueType | None
+    data: object = None      # TensorData | TupleData | ListData | DictData | Blob | EmptyImmediate | Elided | None
+    doc: str = ""
+
+    @classmethod
+    def tensor(cls, values, dtype: str | None = None) -> "Value":
+        """A tensor value from array-like data, stored the way coremltools stores it."""
+        if isinstance(values, str) or (isinstance(values, (list, tuple)) and _all_strings(values)):
+            array = np.array(values, dtype=object)
+            dtype = dtype or "string"
+        else:
+            array = np.asarray(values)
+            dtype = dtype or _dtype_of(array)
+        dt = dtypes.by_name(dtype)
+        return cls(TensorType(dt.name, array.shape), encode_tensor(dt, array))
+
+    @property
+    def array(self) -> np.ndarray:
+        """The tensor's elements decoded to numpy, shaped by the type when the counts agree."""
+        if not isinstance(self.type, TensorType) or not isinstance(self.data, TensorData):
+            raise TypeError("only an immediate tensor value has an array")
+        flat = decode_tensor(dtypes.by_name(self.type.dtype), self.data, _count(self.type))
+        if flat is None:
+            raise ValueError("the stored elements do not decode as the declared dtype")
+        if self.type.is_static and flat.size == _count(self.type):
+            return flat.reshape(self.type.shape)
+        return flat
+
+
+def _all_strings(values) -> bool:
+    flat = np.array(values, dtype=object).reshape(-1)
+    return flat.size > 0 and all(isinstance(v, str) for v in flat)
+
+
+def _dtype_of(array: np.ndarray) -> str:
+    kind = array.dtype.kind
+    if kind == "f":
+        return {2: "fp16", 4: "fp32", 8: "fp64"}[array.dtype.itemsize]
+    if kind in "iu":
+        return f"{'int' if kind == 'i' else 'uint'}{array.dtype.itemsize * 8}"
+    if kind == "b":
+        return "bool"
+    if kind in "UO":
+        return "string"
+    raise TypeError(f"no MIL dtype for numpy dtype {array.dtype}")
+
+
+def _count(t: TensorType) -> int | None:
+    if not t.is_static:
+        return None
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
+def encode_tensor(dt: dtypes.DType, array: np.ndarray) -> TensorData:
+    """TensorData in the field coremltools uses for `dt`, from values of any numeric kind."""
+    flat = np.asarray(array).reshape(-1)
+    if dt.storage == "strings":
+        return TensorData("strings", [str(v) for v in flat])
+    if dt.storage == "bytes":
+        return TensorData("bytes", packing.pack(dt, flat.astype(dt.numpy) if dt.kind != "float" else flat))
+    if dt.storage == "":
+        raise ValueError(f"dtype {dt.name} has no storage")
+    return TensorData(dt.storage, flat.astype(dt.numpy).astype(FIELD_NUMPY[dt.storage]))
+
+
+def decode_tensor(dt: dtypes.DType, data: TensorData, count: int | None) -> np.ndarray | None:
+    """The elements of `data` as dt.numpy, or None when they are not stored the standard way."""
+    if data.field != dt.storage:
+        return None
+    if data.field == "bytes":
+        return packing.unpack(dt, data.values, count)
+    if data.field == "strings":
+        return np.array(data.values, dtype=object)
+    values = data.values
+    if dt.numpy != values.dtype:
+        converted = values.astype(dt.numpy)
+        if not np.array_equal(converted.astype(values.dtype), values):
+            return None  # e.g. an int16 tensor holding 70000 in its ints field
+        return converted
+    return values

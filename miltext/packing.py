@@ -1,0 +1,133 @@
+"""Element arrays to bytes and back, exactly as MIL stores them.
+
+`TensorValue.bytes` and weight blobs hold elements little-endian; sub-byte dtypes are packed
+LSB-first (element i occupies bits [i*n, (i+1)*n) of the stream, the last byte zero-padded).
+bf16 and fp8 have no numpy dtype: they decode to float32 (exactly) and encode by
+round-to-nearest-even. Every function here is vectorized: no per-element Python.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import DType
+
+
+def _fp8_table(exp_bits: int, man_bits: int, finite_only: bool) -> np.ndarray:
+    """float32 value of each of the 256 fp8 bit patterns."""
+    bias = (1 << (exp_bits - 1)) - 1
+    codes = np.arange(256, dtype=np.uint32)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exp = (codes >> man_bits) & ((1 << exp_bits) - 1)
+    man = codes & ((1 << man_bits) - 1)
+    normal = (1.0 + man / (1 << man_bits)) * np.power(2.0, exp.astype(np.float64) - bias)
+    subnormal = (man / (1 << man_bits)) * 2.0 ** (1 - bias)
+    values = sign * np.where(exp == 0, subnormal, normal)
+    top = exp == (1 << exp_bits) - 1
+    if finite_only:  # e4m3fn: only S.1111.111 is NaN, no infinities
+        values[top & (man == (1 << man_bits) - 1)] = np.nan
+    else:            # e5m2: IEEE-like
+        values[top & (man == 0)] = sign[top & (man == 0)] * np.inf
+        values[top & (man != 0)] = np.nan
+    return values.astype(np.float32)
+
+
+FP8_TABLES = {"fp8e4m3fn": _fp8_table(4, 3, True), "fp8e5m2": _fp8_table(5, 2, False)}
+
+# The NaN each float dtype writes for a plain `nan`; any other NaN keeps its bits in the text.
+CANONICAL_NAN_BITS = {"fp16": 0x7E00, "fp32": 0x7FC00000, "fp64": 0x7FF8000000000000,
+                      "bf16": 0x7FC0, "fp8e4m3fn": 0x7F, "fp8e5m2": 0x7F}
+
+# Unsigned integer type holding the raw bits of one element of each float dtype.
+BITS_DTYPE = {"fp16": np.uint16, "fp32": np.uint32, "fp64": np.uint64, "bf16": np.uint16,
+              "fp8e4m3fn": np.uint8, "fp8e5m2": np.uint8}
+
+
+def float_bits(dtype: DType, values: np.ndarray) -> np.ndarray:
+    """Raw bit patterns of float `values` (already of dtype.numpy) encoded as `dtype`."""
+    if dtype.name in ("fp16", "fp32", "fp64"):
+        return values.view(BITS_DTYPE[dtype.name])
+    if dtype.name == "bf16":
+        return _bf16_bits(values.astype(np.float32))
+    return _fp8_bits(dtype.name, values.astype(np.float32))
+
+
+def bits_to_float(dtype: DType, bits: np.ndarray) -> np.ndarray:
+    """Decoded float values (dtype.numpy) of raw bit patterns."""
+    bits = bits.astype(BITS_DTYPE[dtype.name], copy=False)
+    if dtype.name in ("fp16", "fp32", "fp64"):
+        return bits.view(dtype.numpy)
+    if dtype.name == "bf16":
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    return FP8_TABLES[dtype.name][bits]
+
+
+def _bf16_bits(values: np.ndarray) -> np.ndarray:
+    u = values.view(np.uint32).astype(np.uint64)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    nan = np.isnan(values)
+    top = u[nan] >> 16
+    top[(top & 0x7F) == 0] |= 0x40  # a payload only in the low half would turn into inf
+    rounded[nan] = top
+    return rounded.astype(np.uint16)
+
+
+def _fp8_bits(name: str, values: np.ndarray) -> np.ndarray:
+    table = FP8_TABLES[name]
+    codes = np.arange(256, dtype=np.uint8)
+    finite = ~np.isnan(table)
+    order = np.argsort(table[finite], kind="stable")
+    sorted_vals = table[finite][order].astype(np.float64)
+    sorted_codes = codes[finite][order]
+    v = values.astype(np.float64)
+    hi = np.clip(np.searchsorted(sorted_vals, v), 1, len(sorted_vals) - 1)
+    lo = hi - 1
+    pick_hi = (sorted_vals[hi] - v) < (v - sorted_vals[lo])
+    tie = (sorted_vals[hi] - v) == (v - sorted_vals[lo])
+    pick_hi |= tie & (sorted_codes[hi] % 2 == 0)  # ties to even mantissa
+    out = np.where(pick_hi, sorted_codes[hi], sorted_codes[lo])
+    exact_zero = v == 0
+    out[exact_zero] = np.where(np.signbit(v[exact_zero]), 0x80, 0x00)
+    out[np.isnan(v)] = CANONICAL_NAN_BITS[name] | (np.signbit(v[np.isnan(v)]).astype(np.uint8) << 7)
+    return out.astype(np.uint8)
+
+
+def packed_size(dtype: DType, count: int) -> int:
+    return (count * dtype.bits + 7) // 8
+
+
+def pack(dtype: DType, values: np.ndarray) -> bytes:
+    """The little-endian byte form of `values` (flattened, C order) as `dtype`."""
+    flat = np.ascontiguousarray(values).reshape(-1)
+    if dtype.kind == "float":
+        return float_bits(dtype, flat.astype(dtype.numpy, copy=False)).astype(
+            np.dtype(BITS_DTYPE[dtype.name]).newbyteorder("<")).tobytes()
+    if not dtype.sub_byte:
+        return flat.astype(np.dtype(dtype.numpy).newbyteorder("<")).tobytes()
+    n = dtype.bits
+    unsigned = flat.astype(np.int64) & ((1 << n) - 1)
+    bits = ((unsigned[:, None] >> np.arange(n)) & 1).astype(np.uint8).reshape(-1)
+    return np.packbits(bits, bitorder="little").tobytes()
+
+
+def unpack(dtype: DType, raw: bytes, count: int | None = None) -> np.ndarray | None:
+    """Elements of `raw` as dtype.numpy, or None when `raw` is not exactly `count` packed
+    elements (wrong length, or non-zero padding bits) — such bytes are kept raw instead."""
+    if dtype.sub_byte:
+        if count is None or len(raw) != packed_size(dtype, count):
+            return None
+        n = dtype.bits
+        bits = np.unpackbits(np.frombuffer(raw, np.uint8), bitorder="little")
+        if bits[count * n:].any():
+            return None
+        weights = (1 << np.arange(n)).astype(np.int64)
+        values = bits[: count * n].reshape(count, n).astype(np.int64) @ weights
+        if dtype.kind == "int":
+            values = np.where(values >= 1 << (n - 1), values - (1 << n), values)
+        return values.astype(dtype.numpy)
+    width = dtype.bits // 8
+    if len(raw) % width or (count is not None and len(raw) != count * width):
+        return None
+    if dtype.kind == "float":
+        bits = np.frombuffer(raw, np.dtype(BITS_DTYPE[dtype.name]).newbyteorder("<"))
+        return bits_to_float(dtype, bits.astype(BITS_DTYPE[dtype.name]))
+    return np.frombuffer(raw, np.dtype(dtype.numpy).newbyteorder("<")).astype(dtype.numpy)

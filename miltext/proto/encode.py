@@ -1,0 +1,195 @@
+"""Object model → MIL proto. Writes into messages in place; no intermediate copies."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ProgramError
+from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
+                  ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
+                  UnknownType, Value)
+from . import schema
+
+_FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
+
+
+def program_to_proto(program, *, strict: bool = False):
+    if strict:
+        from ..refs import undefined_references
+        missing = undefined_references(program)
+        if missing:
+            raise ProgramError.at(missing[0][1], f"%{missing[0][0]} is not defined" + (
+                f" (and {len(missing) - 1} more undefined names)" if len(missing) > 1 else ""))
+    msg = schema.Program()
+    msg.version = program.version
+    msg.docString = program.doc
+    for name, fn in program.functions.items():
+        function(fn, msg.functions[name])
+    value_map(program.attributes, msg.attributes)
+    return msg
+
+
+def function(fn, msg) -> None:
+    for v in fn.inputs:
+        var(v, msg.inputs.add())
+    msg.opset = fn.opset
+    for key, b in fn.blocks.items():
+        block(b, msg.block_specializations[key])
+    value_map(fn.attributes, msg.attributes)
+
+
+def block(b, msg) -> None:
+    for v in b.inputs:
+        var(v, msg.inputs.add())
+    msg.outputs.extend(b.outputs)
+    for op in b.operations:
+        operation(op, msg.operations.add())
+    value_map(b.attributes, msg.attributes)
+
+
+def operation(op, msg) -> None:
+    msg.type = op.type
+    for key, bindings in op.inputs.items():
+        arg = msg.inputs[key]
+        arg.SetInParent()
+        for b in bindings:
+            out = arg.arguments.add()
+            if isinstance(b, str):
+                out.name = b
+            elif isinstance(b, Value):
+                value(b, out.value, where=op)
+    for v in op.outputs:
+        var(v, msg.outputs.add())
+    for b in op.blocks:
+        block(b, msg.blocks.add())
+    value_map(op.attributes, msg.attributes, where=op)
+
+
+def var(v, msg) -> None:
+    msg.name = v.name
+    if v.type is not None:
+        value_type(v.type, msg.type)
+
+
+def value_map(values: dict, entries, where=None) -> None:
+    for key, v in values.items():
+        value(v, entries[key], where)
+
+
+def value_type(t, msg) -> None:
+    if isinstance(t, TensorType):
+        out = msg.tensorType
+        out.SetInParent()
+        out.dataType = dtypes.by_name(t.dtype).code
+        out.rank = t.proto_rank
+        for d in t.shape:
+            dimension(d, out.dimensions.add())
+        value_map(t.attributes, out.attributes)
+    elif isinstance(t, ListType):
+        out = msg.listType
+        out.SetInParent()
+        if t.element is not None:
+            value_type(t.element, out.type)
+        if t.length is not MISSING:
+            dimension(t.length, out.length)
+    elif isinstance(t, TupleType):
+        out = msg.tupleType
+        out.SetInParent()
+        for item in t.types:
+            value_type(item, out.types.add())
+    elif isinstance(t, DictType):
+        out = msg.dictionaryType
+        out.SetInParent()
+        if t.key is not None:
+            value_type(t.key, out.keyType)
+        if t.value is not None:
+            value_type(t.value, out.valueType)
+    elif isinstance(t, StateType):
+        out = msg.stateType
+        out.SetInParent()
+        if t.wrapped is not None:
+            value_type(t.wrapped, out.wrappedType)
+    elif isinstance(t, UnknownType):
+        msg.SetInParent()
+    else:
+        raise TypeError(f"not a MIL type: {t!r}")
+
+
+def dimension(d, msg) -> None:
+    if d is UNSET_DIM:
+        msg.SetInParent()
+    elif d is None:
+        msg.unknown.SetInParent()
+    elif d is VARIADIC:
+        msg.unknown.variadic = True
+    else:
+        msg.constant.SetInParent()
+        msg.constant.size = d
+
+
+def value(v: Value, msg, where=None) -> None:
+    msg.docString = v.doc
+    if v.type is not None:
+        value_type(v.type, msg.type)
+    data = v.data
+    if data is None:
+        return
+    if isinstance(data, Blob):
+        msg.blobFileValue.fileName = data.file
+        msg.blobFileValue.offset = data.offset
+        return
+    if isinstance(data, Elided):
+        raise ProgramError.at(getattr(where, "loc", None),
+                              "a value here was left out as [...]; write the value to build the program")
+    imm = msg.immediateValue
+    imm.SetInParent()
+    if isinstance(data, TensorData):
+        tensor(data, imm.tensor)
+    elif isinstance(data, TupleData):
+        imm.tuple.SetInParent()
+        for item in data.values:
+            value(item, imm.tuple.values.add(), where)
+    elif isinstance(data, ListData):
+        imm.list.SetInParent()
+        for item in data.values:
+            value(item, imm.list.values.add(), where)
+    elif isinstance(data, DictData):
+        imm.dictionary.SetInParent()
+        for key, val in data.items:
+            pair = imm.dictionary.values.add()
+            if key is not None:
+                value(key, pair.key, where)
+            if val is not None:
+                value(val, pair.value, where)
+    elif not isinstance(data, EmptyImmediate):
+        raise TypeError(f"not MIL value data: {data!r}")
+
+
+def tensor(data: TensorData, msg) -> None:
+    msg.SetInParent()
+    if data.field is None:
+        return
+    field = getattr(msg, data.field)
+    field.SetInParent()
+    if data.field == "bytes":
+        field.values = data.values
+    elif data.field in _FIXED_WIDTH:
+        raw = data.values.astype(_FIXED_WIDTH[data.field], copy=False).tobytes()
+        if raw:  # parse our own wire bytes: one memcpy instead of a Python loop per element
+            field.MergeFromString(b"\x0a" + _varint(len(raw)) + raw)
+    elif data.field == "strings":
+        field.values.extend(data.values)
+    else:
+        field.values.extend(data.values.tolist())
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)

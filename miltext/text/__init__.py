@@ -1,0 +1,1 @@
+"""The text door: MIL text parsing (parser) and canonical printing (printer)."""

@@ -1,0 +1,127 @@
+"""Spelling of the smallest pieces of MIL text, shared by the parser and the printer:
+strings and their escapes, names (bare or quoted), and numbers to the last bit."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .. import packing
+from ..dtypes import DType
+
+# Words the grammar gives a meaning; a name spelled like one of them is printed quoted.
+KEYWORDS = frozenset("""program version doc List Tuple Dict State unknown Tensor Scalar blob
+    immediate rank dict True False true false inf nan""".split()) | frozenset(
+    ["bool", "string", "fp16", "fp32", "fp64", "bf16", "int4", "int8", "int16", "int32",
+     "int64", "uint1", "uint2", "uint3", "uint4", "uint6", "uint8", "uint16", "uint32", "uint64",
+     "fp8e4m3fn", "fp8e5m2", "unused", "str", "int", "floats", "ints", "bools", "strings",
+     "longInts", "doubles", "bytes", "tensor", "tuple", "list"])
+
+_BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+_BARE_VAR = re.compile(r"[A-Za-z0-9_.@/]+\Z")
+_DTYPE_LIKE = re.compile(r"dtype[0-9]+\Z")
+_PLAIN = re.compile(r'[^\\"\x00-\x1f\x7f-\x9f]*\Z')
+_NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f-\x9f]|[^\x00-\x7e]')
+_SIMPLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_UNESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
+_ESCAPED = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'",
+            "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def _escape_char(m: re.Match) -> str:
+    c = m.group()
+    if c in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[c]
+    if c.isprintable():
+        return c
+    code = ord(c)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def quote(s: str) -> str:
+    """A double-quoted string literal for any text; printable unicode stays as it is."""
+    if _PLAIN.match(s) and s.isprintable():
+        return f'"{s}"'
+    return '"' + _NEEDS_ESCAPE.sub(_escape_char, s) + '"'
+
+
+def unquote(token: str) -> str:
+    """The text of a quoted literal (double or single quotes, backslash escapes)."""
+    body = token[1:-1]
+    if "\\" not in body:
+        return body
+
+    def one(m: re.Match) -> str:
+        e = m.group(1)
+        if len(e) > 1:
+            return chr(int(e[1:], 16))
+        if e in _ESCAPED:
+            return _ESCAPED[e]
+        raise ValueError(f"unknown escape \\{e} in a string (write \\\\ for a backslash)")
+
+    return _UNESCAPE.sub(one, body)
+
+
+def name(s: str) -> str:
+    """A function, op type, key or label name: bare when it is an identifier, else quoted."""
+    if _BARE_NAME.match(s) and s not in KEYWORDS and not _DTYPE_LIKE.match(s):
+        return s
+    return quote(s)
+
+
+def var(s: str) -> str:
+    """A var reference or declaration: %name, or %"quoted name"."""
+    return "%" + (s if _BARE_VAR.match(s) else quote(s))
+
+
+def var_name(token: str) -> str:
+    """The name a VAR token spells."""
+    return unquote(token[1:]) if token[1:2] == '"' else token[1:]
+
+
+# ---- numbers ------------------------------------------------------------------------------
+
+class NanBits(int):
+    """A NaN with explicit bits, `nan(0x7fc00001)`, in the width of the dtype it lands in."""
+
+
+def parse_int(token: str) -> int:
+    t = token.lstrip("+")
+    neg = t.startswith("-")
+    t = t.lstrip("-")
+    n = int(t, 16) if t[:2] in ("0x", "0X") else int(t)
+    return -n if neg else n
+
+
+def parse_float(token: str) -> float:
+    t = token.lower()
+    if "0x" in t:
+        return float.fromhex(t)
+    return float(t)
+
+
+def format_floats(dtype: DType, bits: np.ndarray) -> list[str]:
+    """The shortest decimal of each element that reads back to the same bits in `dtype`;
+    NaNs other than the dtype's default spell their bits: nan(0x7fc00001)."""
+    values = packing.bits_to_float(dtype, bits)
+    if dtype.name == "fp64":
+        out = [repr(v) for v in values.tolist()]
+    else:
+        scalar = values.dtype.type
+        out = [str(scalar(v)) for v in values.tolist()]
+        # Decimal -> double -> dtype can round twice; where that lands elsewhere, print the
+        # double's repr, which is exact for every narrower float.
+        back = np.array([float(s) if s not in ("nan", "-nan") else np.nan for s in out])
+        wrong = np.flatnonzero(packing.float_bits(dtype, back.astype(values.dtype)) != bits)
+        for i in wrong.tolist():
+            out[i] = repr(float(values[i]))
+    nan = np.flatnonzero(np.isnan(values))
+    if nan.size:
+        canonical = packing.CANONICAL_NAN_BITS[dtype.name]
+        width = bits.dtype.itemsize * 2
+        for i in nan.tolist():
+            b = int(bits[i])
+            out[i] = "nan" if b == canonical else f"nan(0x{b:0{width}x})"
+    return out

@@ -1,0 +1,60 @@
+"""Parser expectations in a user's words: never a grammar's terminal name."""
+from __future__ import annotations
+
+# What each named terminal of grammar/mil.lark stands for.
+_TERMINALS = {
+    "VAR": "a %name", "NAME": "a name", "STRING": "a string", "SIGNED_INT": "an integer",
+    "FLOAT": "a number", "SPECIAL_FLOAT": "a number", "NAN_BITS": "a number",
+    "DTYPE": "a dtype such as fp32", "TRUE": "True", "FALSE": "False", "B64": 'b64"..." data',
+    "STORAGE": "a storage kind such as floats:", "OBJECT_REPR": "a value",
+    "SYM_OP": "an operator", "LPAR": "'('", "LSQB": "'['", "LBRACE": "'{'", "RPAR": "')'",
+    "RSQB": "']'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='",
+    "STAR": "'*'", "QMARK": "'?'", "CIRCUMFLEX": "'^'", "$END": "the end of the text",
+}
+_VALUE_START = {"FLOAT", "SIGNED_INT", "STRING", "TRUE", "FALSE", "B64", "SPECIAL_FLOAT", "NAN_BITS"}
+_TYPE_START = {"LIST", "TUPLE", "DICT"}
+
+
+def _keyword(name: str) -> str | None:
+    """Lark names the keywords of a grammar after their text (LIST for "List", ...)."""
+    from .parser import _parser
+    try:
+        pattern = _parser(False).lark.get_terminal(name).pattern
+    except (KeyError, AttributeError):
+        return None
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return None
+
+
+def describe_expected(names) -> str:
+    names = set(names)
+    words = []
+    if _VALUE_START & names and "VAR" in names:
+        words.append("a value or a %name")
+        names -= _VALUE_START | {"VAR", "NAME", "OBJECT_REPR", "LSQB", "LBRACE", "LPAR", "DTYPE"}
+    elif _VALUE_START & names:
+        words.append("a value")
+        names -= _VALUE_START | {"NAME", "OBJECT_REPR", "LSQB", "LBRACE", "DTYPE"}
+    elif "DTYPE" in names and ("LPAR" in names or _TYPE_START & names):
+        words.append("a type such as (2, 4, fp32)")
+        names -= {"DTYPE", "LPAR", "__ANON_0"} | _TYPE_START
+    for n in sorted(names):
+        word = _TERMINALS.get(n) or _keyword(n)
+        if word and word not in words:
+            words.append(word)
+    if not words:
+        return "the text cannot go on like this"
+    if len(words) > 6:
+        words = words[:6] + ["..."]
+    return "expected " + (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1])
+
+
+def describe_token(tok) -> str:
+    kind = _TERMINALS.get(tok.type)
+    text = str(tok)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    if kind and kind.startswith("'"):
+        return kind
+    return f"{kind or 'text'} {text!r}" if kind and not kind.startswith("'") else repr(text)

@@ -1,0 +1,733 @@
+"""MIL text → object model, with Lark's LALR parser and one transformer method per rule.
+
+The transformer runs inside the parser (no parse tree is built). Two lexer flavours share the
+grammar: miltext's own, where strings have backslash escapes, and coremltools' print, whose
+strings and names are raw (`"say "hi""`, `%layer.0/relu:0`); `parse` picks by the text's look.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from .. import dtypes
+from ..errors import ParseError
+from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
+                  Program, StateType, TensorType, TupleType, UnknownType, Value, Var)
+from ..ir.types import MISSING
+from . import lexemes
+from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit,
+                       LiteralError, Ref, default_value, prepared, storage_escape, typed_value)
+from .messages import describe_expected, describe_token
+
+MAX_BLOCK_DEPTH = 256  # nested blocks; documented in docs/syntax.md
+
+
+class _Failure(Exception):
+    """An error found while building the object model, with its place when known."""
+
+    def __init__(self, message: str, pos=None):
+        super().__init__(message)
+        self.message, self.pos = message, pos
+
+
+def _pos(tok) -> tuple | None:
+    line = getattr(tok, "line", None)
+    return (line, tok.column) if line is not None else None
+
+
+class _Name(str):
+    """A name with the place it was written."""
+    __slots__ = ("line", "column")
+
+
+class _Opset(str):
+    pass
+
+
+class _Attrs(dict):
+    pass
+
+
+class _Bindings(list):
+    pass
+
+
+class _Symbol(str):
+    """A bare name inside parentheses: a symbolic dim such as is0 (or numpy's np.True_)."""
+
+
+class _Item:
+    """A type-only item of a parenthesized list: ?, *, _, ..., a dtype, dict, rank=N."""
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value=None):
+        self.kind, self.value = kind, value
+
+
+class _Data:
+    __slots__ = ("item", "doc")
+
+    def __init__(self, item, doc: str):
+        self.item, self.doc = item, doc
+
+
+class _BlockNode:
+    __slots__ = ("block", "key", "label", "outputs_pos")
+
+    def __init__(self, block, key, label):
+        self.block, self.key, self.label = block, key, label
+
+
+_ABSENT_TYPE = object()
+_NUMPY_BOOLS = {"np.True_": True, "np.False_": False, "numpy.True_": True, "numpy.False_": False}
+
+
+def _absent_to_none(t):
+    return None if t is _ABSENT_TYPE else t
+
+
+class _Builder(Transformer):
+    """Builds the object model as the parser reduces rules."""
+
+    def __init__(self, raw_strings: bool):
+        super().__init__()
+        self.raw_strings = raw_strings
+        self.current = None  # the token the lexer handed over last (a fallback place for errors)
+
+    # ---- helpers ----
+    def _fail(self, message: str, pos=None):
+        raise _Failure(message, pos or _pos(self.current))
+
+    def _text(self, tok) -> str:
+        if self.raw_strings:
+            return tok[1:-1]
+        try:
+            return lexemes.unquote(tok)
+        except ValueError as e:
+            self._fail(str(e), _pos(tok))
+
+    def _value(self, lit, pos=None) -> Value:
+        try:
+            return default_value(lit)
+        except LiteralError as e:
+            self._fail(str(e), getattr(lit, "pos", None) or pos)
+
+    # ---- program structure ----
+    def start(self, items):
+        program = Program()
+        for item in items:
+            if isinstance(item, tuple) and item[0] == "header":
+                _, version, doc, attrs = item
+                program.version, program.doc, program.attributes = version, doc, attrs
+            else:
+                name, fn = item
+                if name in program.functions:
+                    self._fail(f"function {name!r} is defined twice", _pos(name))
+                program.functions[str(name)] = fn
+        return program
+
+    def header(self, items):
+        version, doc, attrs = 1, "", {}
+        for item in items:
+            if isinstance(item, _Attrs):
+                attrs = dict(item)
+            elif isinstance(item, tuple):
+                if item[0] == "version":
+                    version = item[1]
+                else:
+                    doc = item[1]
+        return ("header", version, doc, attrs)
+
+    def header_version(self, items):
+        return ("version", lexemes.parse_int(items[0]))
+
+    def header_doc(self, items):
+        return ("doc", self._text(items[0]))
+
+    def function(self, items):
+        name, opset, inputs, attrs, blocks = items[0], "", [], {}, []
+        for item in items[1:]:
+            if isinstance(item, _Opset):
+                opset = str(item)
+            elif isinstance(item, Var):
+                inputs.append(item)
+            elif isinstance(item, _Attrs):
+                attrs = dict(item)
+            elif isinstance(item, _BlockNode):
+                blocks.append(item)
+        fn = Function(inputs=inputs, opset=opset, attributes=attrs, loc=_pos(name))
+        for node in blocks:
+            key = opset if node.key is None else str(node.key)
+            if key in fn.blocks:
+                self._fail(f"function {str(name)!r} has two blocks for opset {key!r}; "
+                           f"mark the others with their opset, e.g. {node.label}[CoreML7]()",
+                           _pos(node.label))
+            fn.blocks[key] = node.block
+        return (name, fn)
+
+    def opset(self, items):
+        return _Opset(items[0] or "")
+
+    def block(self, items):
+        label, key, inputs, attrs, ops, outputs = items[0], None, [], {}, [], []
+        for item in items[1:]:
+            if isinstance(item, _Opset):
+                key = item
+            elif isinstance(item, Var):
+                inputs.append(item)
+            elif isinstance(item, _Attrs):
+                attrs = dict(item)
+            elif isinstance(item, Operation):
+                ops.append(item)
+            elif isinstance(item, _BlockNode):
+                if not ops:
+                    self._fail("a nested block must follow the op that owns it", _pos(item.label))
+                if item.key is not None:
+                    self._fail("only a function's blocks are marked with an opset", _pos(item.label))
+                ops[-1].blocks.append(item.block)
+            elif isinstance(item, Token):
+                outputs.append(lexemes.var_name(item) if not self.raw_strings else item[1:])
+        return _BlockNode(Block(inputs, outputs, ops, attrs, loc=_pos(label)), key, label)
+
+    def operation(self, items):
+        outputs, name, args, attrs = [], None, [], None
+        for item in items:
+            if isinstance(item, Var):
+                outputs.append(item)
+            elif isinstance(item, _Name):
+                name = item
+            elif isinstance(item, tuple):
+                args.append(item)
+            elif isinstance(item, _Attrs):
+                attrs = item
+        op = Operation(type=str(name), outputs=outputs,
+                       loc=outputs[0].loc if outputs else _pos(name))
+        for kind, key, payload in args:
+            target = op.inputs if kind == "input" else op.attributes
+            if key in target:
+                what = "input" if kind == "input" else "attribute"
+                self._fail(f"{what} {str(key)!r} is given twice", _pos(key))
+            target[str(key)] = payload
+        if attrs:
+            for key, value in attrs.items():
+                if key in op.attributes:
+                    self._fail(f"attribute {key!r} is given twice", getattr(attrs, "pos", {}).get(key))
+                op.attributes[key] = value
+        return op
+
+    def var_decl(self, items):
+        tok, vtype = items
+        name = tok[1:] if self.raw_strings else lexemes.var_name(tok)
+        return Var(name, _absent_to_none(vtype), loc=_pos(tok))
+
+    def argument(self, items):
+        key, v = items
+        if isinstance(v, Ref):
+            return ("input", key, [str(v)])
+        if isinstance(v, _Bindings):
+            return ("input", key, [self._binding(x, key) for x in v])
+        value = v if isinstance(v, Value) else self._value(v, _pos(key))
+        if key in ("name", "val"):
+            return ("attribute", key, value)
+        return ("input", key, [value])
+
+    def _binding(self, item, key):
+        if isinstance(item, Ref):
+            return str(item)
+        if isinstance(item, _Item):
+            if item.kind == "dim" and item.value is UNSET_DIM:
+                return None  # `_`: a Binding with neither name nor value
+            self._fail("expected a value or a %name in the list of bindings", _pos(key))
+        if isinstance(item, _Symbol):
+            self._fail(f"unexpected name {item}: expected a value or a %name", _pos(key))
+        return item if isinstance(item, Value) else self._value(item, _pos(key))
+
+    def ref(self, items):
+        tok = items[0]
+        r = Ref(tok[1:] if self.raw_strings else lexemes.var_name(tok))
+        return r
+
+    def bindings(self, items):
+        return _Bindings(items[0])
+
+    def attributes(self, items):
+        out = _Attrs()
+        out.pos = {}
+        for item in items:
+            if item is None:
+                continue
+            key, value = item
+            if key in out:
+                self._fail(f"attribute {str(key)!r} is given twice", _pos(key))
+            out[str(key)] = value
+            out.pos[str(key)] = _pos(key)
+        return out
+
+    def attribute(self, items):
+        key, v = items
+        return (key, v if isinstance(v, Value) else self._value(v, _pos(key)))
+
+    def name(self, items):
+        tok = items[0]
+        text = self._text(tok) if tok.type == "STRING" else str(tok)
+        out = _Name(text)
+        out.line, out.column = tok.line, tok.column
+        return out
+
+    # ---- types ----
+    def tensor_type(self, items):
+        group, suffixes = items[0], items[1:]
+        t = self._group_type(group)
+        attrs = {}
+        state = False
+        for s in suffixes:
+            if isinstance(s, _Attrs):
+                attrs = dict(s)
+            elif s == "state":
+                state = True
+        if attrs:
+            if not isinstance(t, TensorType):
+                self._fail("only tensor types carry attributes", getattr(group, "pos", None))
+            t.attributes = attrs
+        return StateType(t) if state else t
+
+    def _group_type(self, group: Group):
+        items = list(group)
+        pos = getattr(group, "pos", None)
+        if len(items) == 1 and isinstance(items[0], _Item) and items[0].kind == "dict":
+            return DictType(None, None)
+        rank = None
+        if items and isinstance(items[-1], _Item) and items[-1].kind == "rank":
+            rank = items.pop().value
+        if not items or not (isinstance(items[-1], _Item) and items[-1].kind == "dtype"):
+            self._fail("expected a type such as (2, 4, fp32): the dtype comes last", pos)
+        dtype = items.pop().value
+        shape = []
+        for item in items:
+            if type(item) is int:
+                if item < 0:
+                    self._fail(f"a dimension cannot be negative ({item})", pos)
+                shape.append(item)
+            elif isinstance(item, _Symbol):
+                shape.append(None)  # coremltools' symbolic dims (is0, 3*is0) are unknown sizes
+            elif isinstance(item, _Item) and item.kind == "dim":
+                shape.append(item.value)
+            elif isinstance(item, _Item) and item.kind == "unknown_rank":
+                if len(items) != 1:
+                    self._fail("'...' (unknown rank) stands alone before the dtype", pos)
+                rank = -1 if rank is None else rank
+            else:
+                self._fail("expected a dimension: a size, ?, * or _", pos)
+        return TensorType(dtype, tuple(shape), rank)
+
+    def kind(self, items):
+        return "kind"
+
+    def state_kind(self, items):
+        return "state"
+
+    def marker(self, items):
+        return "marker"
+
+    def list_type(self, items):
+        length, element = items[0]
+        return ListType(_absent_to_none(element), length)
+
+    def list_args(self, items):
+        if len(items) == 2:
+            dim = items[0]
+            return (dim.value if isinstance(dim, _Item) else dim, items[1])
+        return (MISSING, items[0])
+
+    def list_suffix(self, items):
+        return "list"
+
+    def tuple_type(self, items):
+        return TupleType([_absent_to_none(t) for t in items if t is not None])
+
+    def dict_type(self, items):
+        return DictType(_absent_to_none(items[0]), _absent_to_none(items[1]))
+
+    def state_type(self, items):
+        return StateType(_absent_to_none(items[0]))
+
+    def unknown_type(self, items):
+        return UnknownType()
+
+    def absent_type(self, items):
+        return _ABSENT_TYPE
+
+    def scalar_type(self, items):
+        return TensorType(self._dtype(items[0]))
+
+    def _dtype(self, tok) -> str:
+        try:
+            return dtypes.by_name(str(tok)).name
+        except KeyError:
+            self._fail(f"unknown dtype {tok}", _pos(tok))
+
+    # dims and type items
+    def int_dim(self, items):
+        n = lexemes.parse_int(items[0])
+        if n < 0:
+            self._fail(f"a dimension cannot be negative ({n})", _pos(items[0]))
+        return n
+
+    def unknown_dim(self, items):
+        return _Item("dim", None)
+
+    def variadic_dim(self, items):
+        return _Item("dim", VARIADIC)
+
+    def unset_dim(self, items):
+        return _Item("dim", UNSET_DIM)
+
+    def symbol_dim(self, items):
+        return _Item("dim", None)
+
+    def unknown_rank(self, items):
+        return _Item("unknown_rank")
+
+    def dtype_item(self, items):
+        return _Item("dtype", self._dtype(items[0]))
+
+    def dict_item(self, items):
+        return _Item("dict")
+
+    def rank_item(self, items):
+        return _Item("rank", lexemes.parse_int(items[0]))
+
+    def sym_expr(self, items):
+        return _Symbol("".join(str(i) for i in items))
+
+    def group(self, items):
+        g = Group(x for x in items[1:] if x is not None)
+        g.pos = _pos(items[0])
+        return g
+
+    # ---- values ----
+    def _typed(self, vtype, data: _Data, pos=None) -> Value:
+        try:
+            return typed_value(vtype, data.item, data.doc) if data.item is not None \
+                else Value(vtype, None, data.doc)
+        except LiteralError as e:
+            self._fail(str(e), getattr(data.item, "pos", None) or pos)
+
+    def dtype_value(self, items):
+        tok, data = items
+        dtype = self._dtype(tok)
+        lit = data.item
+        if lit is None or isinstance(lit, (Group, DictLit)) or hasattr(lit, "data"):
+            shape = ()
+            if isinstance(lit, (Group, DictLit)) or hasattr(lit, "data"):
+                self._fail(f"{tok}(...) holds a literal; write the full type for other data, "
+                           f"e.g. (2, 3, {tok})(...)", _pos(tok))
+        elif isinstance(lit, B64):
+            dt = dtypes.by_name(dtype)
+            if dt.sub_byte or not dt.bits:
+                self._fail(f"{tok}(b64\"...\") needs the full type, e.g. (8, {tok})(b64\"...\")", _pos(tok))
+            shape = (len(lit) * 8 // dt.bits,)
+        else:
+            try:
+                from .literals import _flatten
+                shape = _flatten(lit)[1]
+            except LiteralError as e:
+                self._fail(str(e), getattr(lit, "pos", None) or _pos(tok))
+        return self._typed(TensorType(dtype, shape), data, _pos(tok))
+
+    def typed_value(self, items):
+        group, rest = items[0], items[1:]
+        data = rest[-1]
+        t = self.tensor_type([group, *rest[:-1]])
+        return self._typed(t, data, getattr(group, "pos", None))
+
+    def list_value(self, items):
+        data = items[-1]
+        return self._typed(self.list_type([items[0]]), data)
+
+    def tuple_value(self, items):
+        data = items[-1]
+        return self._typed(self.tuple_type(items[:-1]), data)
+
+    def dict_value(self, items):
+        return self._typed(self.dict_type(items[:2]), items[2])
+
+    def state_value(self, items):
+        return self._typed(self.state_type(items[:1]), items[1])
+
+    def unknown_value(self, items):
+        return self._typed(UnknownType(), items[0])
+
+    def untyped_value(self, items):
+        return self._typed(None, items[0])
+
+    def data(self, items):
+        item, doc = items
+        return _Data(item, self._text(doc) if doc is not None else "")
+
+    def doc_only(self, items):
+        return _Data(None, self._text(items[0]))
+
+    def tuple_items(self, items):
+        return items[0]
+
+    def blob(self, items):
+        file_tok, offset_tok = items
+        offset = lexemes.parse_int(offset_tok)
+        if offset < 0:
+            self._fail("a blob offset cannot be negative", _pos(offset_tok))
+        if file_tok is None:
+            return prepared(Blob(offset))
+        return prepared(Blob(offset, self._text(file_tok)))
+
+    def storage(self, items):
+        tok, payload = items
+        try:
+            return storage_escape(str(tok), payload)
+        except LiteralError as e:
+            self._fail(str(e), _pos(tok))
+
+    def nothing(self, items):
+        return ABSENT
+
+    def empty_immediate(self, items):
+        return EMPTY_IMMEDIATE
+
+    # literals
+    def int_lit(self, items):
+        return lexemes.parse_int(items[0])
+
+    def float_lit(self, items):
+        return lexemes.parse_float(items[0])
+
+    def nan_bits(self, items):
+        text = items[0]
+        bits = lexemes.NanBits(int(text[text.index("(") + 1:-1], 16))
+        return bits
+
+    def string_lit(self, items):
+        return self._text(items[0])
+
+    def true_lit(self, items):
+        return True
+
+    def false_lit(self, items):
+        return False
+
+    def b64_lit(self, items):
+        try:
+            out = B64.decode(items[0])
+        except LiteralError as e:
+            self._fail(str(e), _pos(items[0]))
+        return out
+
+    def list_lit(self, items):
+        out = ListLit(x for x in items[1:] if x is not None)
+        out.pos = _pos(items[0])
+        return out
+
+    def elided(self, items):
+        return ELIDED
+
+    def dict_lit(self, items):
+        out = DictLit(x for x in items[1:] if x is not None)
+        out.pos = _pos(items[0])
+        return out
+
+    def dict_entry(self, items):
+        return (items[0], items[1])
+
+    def absent(self, items):
+        return ABSENT
+
+    def np_scalar(self, items):
+        tok, lit = items
+        if not (str(tok).startswith(("np.", "numpy.")) and type(lit) in (int, float, bool, str)):
+            self._fail(f"unknown function {tok}(...) in a value", _pos(tok))
+        return lit
+
+    def bare_name(self, items):
+        tok = items[0]
+        if str(tok) in _NUMPY_BOOLS:
+            return _NUMPY_BOOLS[str(tok)]
+        return _Symbol(tok)
+
+    def object_repr(self, items):
+        tok = items[0]
+        self._fail(f"coremltools printed a Python object here ({tok}), not its value; "
+                   "MIL text cannot hold it", _pos(tok))
+
+
+# ---- the parsers ----------------------------------------------------------------------------
+
+_GRAMMAR_DIRS = (os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grammar"),
+                 os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "grammar"))
+
+# coremltools' print writes strings and names raw: a string ends at a quote that a comma or a
+# closing bracket follows; a name runs up to the colon-space before its type.
+_RAW_OVERRIDES = r"""
+%override STRING: /"([^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"/ | /'([^'\\\n]|\\.)*'/
+%override VAR: /%([^\s,()\[\]=:]|:(?!\s))+/
+"""
+
+
+def grammar_text(name: str = "mil.lark") -> str:
+    for folder in _GRAMMAR_DIRS:
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+    raise FileNotFoundError(f"grammar file {name} not found in {_GRAMMAR_DIRS}")
+
+
+class _Tracker:
+    """Lark post-lexer that remembers the latest token, so errors found while building the
+    object model can point somewhere near."""
+    always_accept = ()
+
+    def __init__(self):
+        self.builder = None
+
+    def process(self, stream):
+        builder = self.builder
+        for tok in stream:
+            builder.current = tok
+            yield tok
+
+
+class _Parser:
+    def __init__(self, raw: bool):
+        text = grammar_text() + (_RAW_OVERRIDES if raw else "")
+        self.tracker = _Tracker()
+        self.builder = _Builder(raw_strings=raw)
+        self.tracker.builder = self.builder
+        self.lark = Lark(text, parser="lalr", lexer="contextual", transformer=self.builder,
+                         postlex=self.tracker, maybe_placeholders=True, cache=_cache_path(raw))
+        self.lock = threading.Lock()
+
+    def parse(self, text: str):
+        with self.lock:
+            return self.lark.parse(text)
+
+
+def _cache_path(raw: bool):
+    """Where Lark keeps the built tables, so a start-up does not rebuild them."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    try:
+        os.makedirs(os.path.join(base, "miltext"), exist_ok=True)
+    except OSError:
+        return False
+    import lark
+    from .. import __version__
+    return os.path.join(base, "miltext", f"grammar-{__version__}-lark{lark.__version__}-{'raw' if raw else 'mil'}.cache")
+
+
+_PARSERS: dict = {}
+
+
+def _parser(raw: bool) -> _Parser:
+    p = _PARSERS.get(raw)
+    if p is None:
+        p = _PARSERS[raw] = _Parser(raw)
+    return p
+
+
+# The marks every coremltools print carries: a var type followed by (Tensor)/(Scalar)/...
+_COREMLTOOLS_PRINT = re.compile(r"\)[*^]?\((Tensor|Scalar|List)\)")
+
+MAX_ERRORS = 20
+
+
+def looks_like_coremltools_print(text: str) -> bool:
+    return _COREMLTOOLS_PRINT.search(text) is not None
+
+
+def parse(text: str, filename: str | None = None) -> Program:
+    """Parse MIL text; raise ParseError (with every error found, up to MAX_ERRORS)."""
+    raw = looks_like_coremltools_print(text)
+    errors = []
+    attempt = text
+    for _ in range(MAX_ERRORS):
+        try:
+            program = _parse_once(attempt, raw)
+        except _LocatedError as e:
+            if errors and (e.line, e.column) == errors[-1][:2]:
+                break
+            errors.append((e.line, e.column, e.message))
+            attempt = _blank_line(attempt, e.line)
+            if attempt is None:
+                break
+            continue
+        if not errors:
+            _check_depth(program, filename, text)
+            return program
+        break
+    errors.sort()
+    line, column, message = errors[0]
+    lines = text.splitlines()
+    source = lines[line - 1] if 0 < line <= len(lines) else None
+    raise ParseError(message, line, column, filename, source, errors)
+
+
+class _LocatedError(Exception):
+    def __init__(self, line, column, message):
+        self.line, self.column, self.message = line, column, message
+
+
+def _parse_once(text: str, raw: bool) -> Program:
+    parser = _parser(raw)
+    try:
+        return parser.parse(text)
+    except _Failure as e:
+        line, column = e.pos or (1, 1)
+        raise _LocatedError(line, column, e.message) from None
+    except UnexpectedInput as e:
+        raise _LocatedError(*_lark_error(e, text)) from None
+    except RecursionError:
+        raise _LocatedError(1, 1, "the text is nested too deeply to parse") from None
+
+
+def _lark_error(e: UnexpectedInput, text: str) -> tuple[int, int, str]:
+    if isinstance(e, UnexpectedToken) and e.token.type == "$END":
+        lines = text.splitlines() or [""]
+        return len(lines), len(lines[-1]) + 1, f"unexpected end of text: {describe_expected(e.expected)}"
+    if isinstance(e, UnexpectedToken):
+        return e.line, e.column, f"unexpected {describe_token(e.token)}: {describe_expected(e.expected)}"
+    if isinstance(e, UnexpectedCharacters):
+        char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
+        return e.line, e.column, f"unexpected character {char!r}: {describe_expected(e.allowed)}"
+    if isinstance(e, UnexpectedEOF):
+        lines = text.splitlines() or [""]
+        return len(lines), len(lines[-1]) + 1, f"unexpected end of text: {describe_expected(e.expected)}"
+    return getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, str(e)
+
+
+def _blank_line(text: str, line: int) -> str | None:
+    """The text with one op line replaced by nothing, so parsing can look for further errors;
+    None when the line holds structure (a function, block or its end) that cannot go."""
+    lines = text.split("\n")
+    if not 0 < line <= len(lines):
+        return None
+    content = lines[line - 1].strip()
+    if not content or "{" in content or "}" in content:
+        return None
+    lines[line - 1] = ""
+    return "\n".join(lines)
+
+
+def _check_depth(program: Program, filename, text) -> None:
+    stack = [(b, 1) for fn in program.functions.values() for b in fn.blocks.values()]
+    while stack:
+        block, depth = stack.pop()
+        if depth > MAX_BLOCK_DEPTH:
+            line, column = block.loc or (1, 1)
+            lines = text.splitlines()
+            raise ParseError(f"blocks are nested more than {MAX_BLOCK_DEPTH} deep", line, column,
+                             filename, lines[line - 1] if 0 < line <= len(lines) else None)
+        for op in block.operations:
+            stack.extend((b, depth + 1) for b in op.blocks)

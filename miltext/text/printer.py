@@ -1,0 +1,355 @@
+"""Object model → canonical MIL text: one short function per construct.
+
+Canonical means one text per program: ops one per line in program order, map entries in a
+fixed order (functions: main first, then by name; op inputs in the op's declared order;
+attributes by key), each value in the plainest form that reads back to the same proto bytes.
+"""
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+
+from .. import dtypes, ops, packing
+from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
+                  ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
+                  UnknownType, Value)
+from ..ir.values import DEFAULT_WEIGHT_FILE, decode_tensor
+from . import lexemes
+from .literals import count_of
+
+INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, larger as b64
+INDENT = "  "
+_NO_CONTEXT = object()
+
+
+def print_program(program) -> str:
+    parts = []
+    header = _header(program)
+    if header:
+        parts.append(header)
+    names = sorted(program.functions, key=lambda n: (n != "main", n))
+    for name in names:
+        parts.append(function_text(name, program.functions[name]))
+    return "\n\n".join(parts) + ("\n" if parts else "")
+
+
+def _header(program) -> str:
+    if program.version == 1 and not program.doc and not program.attributes:
+        return ""
+    fields = [f"version={program.version}"]
+    if program.doc:
+        fields.append(f"doc={lexemes.quote(program.doc)}")
+    return f"program({', '.join(fields)}){attributes_text(program.attributes)}"
+
+
+# ---- structure --------------------------------------------------------------------------------
+
+def function_text(name: str, fn) -> str:
+    head = lexemes.name(name) + (f"[{lexemes.name(fn.opset)}]" if fn.opset else "") + "("
+    sep = ",\n" + " " * len(head)
+    lines = [head + sep.join(var_decl(v) for v in fn.inputs) + ")" + attributes_text(fn.attributes) + " {"]
+    counter = [0]
+    keys = sorted(fn.blocks, key=lambda k: (k != fn.opset, k))
+    for key in keys:
+        block_lines(fn.blocks[key], INDENT, None if key == fn.opset else key, counter, lines)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def block_lines(block, indent: str, key, counter: list, lines: list) -> None:
+    label = f"block{counter[0]}"
+    counter[0] += 1
+    spec = f"[{lexemes.name(key)}]" if key is not None else ""
+    inputs = ", ".join(var_decl(v) for v in block.inputs)
+    lines.append(f"{indent}{label}{spec}({inputs}){attributes_text(block.attributes)} {{")
+    inner = indent + INDENT
+    for op in block.operations:
+        lines.append(inner + op_text(op))
+        for nested in op.blocks:
+            block_lines(nested, inner + INDENT, None, counter, lines)
+    outputs = ", ".join(lexemes.var(o) for o in block.outputs)
+    lines.append(f"{indent}}} -> ({outputs})")
+
+
+def var_decl(v) -> str:
+    if v.type is None:
+        return lexemes.var(v.name)
+    return f"{lexemes.var(v.name)}: {type_text(v.type)}"
+
+
+def op_text(op) -> str:
+    outs = ", ".join(var_decl(v) for v in op.outputs)
+    order = ops.input_order(op.type)
+    keys = sorted(op.inputs, key=lambda k: (order.get(k, len(order)), k))
+    args = [f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}" for k in keys]
+    attrs = op.attributes
+    rest = {}
+    if attrs:
+        for key in sorted(attrs):
+            if key not in ("name", "val"):
+                rest[key] = attrs[key]
+        if "val" in attrs:
+            args.append(f"val={value_text(attrs['val'])}")
+        if "name" in attrs:
+            args.append(f"name={value_text(attrs['name'])}")
+    call = f"{lexemes.name(op.type)}({', '.join(args)}){attributes_text(rest)}"
+    return f"{outs} = {call}" if outs else call
+
+
+def bindings_text(key: str, bindings: list) -> str:
+    if len(bindings) == 1:
+        b = bindings[0]
+        if isinstance(b, str):
+            return lexemes.var(b)
+        if b is None:
+            return "(_)"
+        text = value_text(b)
+        return f"({text})" if key in ("name", "val") else text  # bare would read as an attribute
+    return "(" + ", ".join(_binding(b) for b in bindings) + ")"
+
+
+def _binding(b) -> str:
+    if isinstance(b, str):
+        return lexemes.var(b)
+    if b is None:
+        return "_"
+    return value_text(b)
+
+
+def attributes_text(attrs: dict) -> str:
+    if not attrs:
+        return ""
+    return "[" + ", ".join(f"{lexemes.name(k)}={value_text(attrs[k])}" for k in sorted(attrs)) + "]"
+
+
+# ---- types ------------------------------------------------------------------------------------
+
+def dim_text(d) -> str:
+    if type(d) is int:
+        return str(d)
+    if d is None:
+        return "?"
+    if d is VARIADIC:
+        return "*"
+    if d is UNSET_DIM:
+        return "_"
+    raise TypeError(f"not a dimension: {d!r}")
+
+
+def type_text(t) -> str:
+    if type(t) is TensorType:
+        if t.rank is None:
+            items = [dim_text(d) for d in t.shape]
+            items.append(t.dtype)
+        elif t.rank == -1 and not t.shape:
+            items = ["...", t.dtype]
+        else:
+            items = [dim_text(d) for d in t.shape] + [t.dtype, f"rank={t.rank}"]
+        return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
+    if t is None:
+        return "_"
+    if isinstance(t, ListType):
+        length = "" if t.length is MISSING else dim_text(t.length) + ", "
+        return f"List[{length}{type_text(t.element)}]"
+    if isinstance(t, TupleType):
+        return "Tuple[" + ", ".join(type_text(x) for x in t.types) + "]"
+    if isinstance(t, DictType):
+        return f"Dict[{type_text(t.key)}, {type_text(t.value)}]"
+    if isinstance(t, StateType):
+        if isinstance(t.wrapped, TensorType):
+            return type_text(t.wrapped) + "(State)"
+        return f"State[{type_text(t.wrapped)}]"
+    if isinstance(t, UnknownType):
+        return "unknown"
+    raise TypeError(f"not a MIL type: {t!r}")
+
+
+# ---- values -----------------------------------------------------------------------------------
+
+def value_text(v: Value, context=_NO_CONTEXT) -> str:
+    """A value where `context` is the type a bare literal would take (a typed container's
+    element type), or none (a bare literal takes the default for how it is written)."""
+    if context is None or isinstance(context, UnknownType):
+        context = _NO_CONTEXT
+    if not v.doc:
+        if context is not _NO_CONTEXT and v.type == context:
+            text = data_text(v.type, v.data)
+            if text is not None:
+                return text
+        short = _short_form(v, bare=context is _NO_CONTEXT)
+        if short is not None:
+            return short
+    return _full_form(v)
+
+
+def _short_form(v: Value, bare: bool) -> str | None:
+    """`[1.0, 2.0]` (the literal's default type) or `fp16([1.0, 2.0])` (shape from nesting)."""
+    t = v.type
+    if type(t) is TensorType:
+        if t.attributes or t.rank is not None or not isinstance(v.data, TensorData):
+            return None
+        shape = t.shape
+        if not all(type(d) is int for d in shape) or 0 in shape[:-1]:
+            return None  # the nesting of a literal could not say this shape
+        dt = dtypes.by_name(t.dtype)
+        if not dt.kind in ("float", "int", "uint", "bool", "string"):
+            return None
+        count = count_of(t)
+        if count > INLINE_LIMIT:
+            return None
+        text = _tensor_literal(dt, v.data, count, shape) if dt.storage == v.data.field else None
+        if text is None:
+            return None
+        if bare and dtypes.DEFAULT_FOR_KIND.get(dt.kind) == dt.name and (count or dt.name == "fp32"):
+            return text
+        return f"{dt.name}({text})"
+    if bare and isinstance(t, DictType) and isinstance(v.data, DictData) and v.data.items:
+        return _bare_dict(t, v.data)
+    if bare and t is None and isinstance(v.data, Elided):
+        return "[...]"
+    return None
+
+
+def _bare_dict(t: DictType, data: DictData) -> str | None:
+    """`{"k": "v"}`: only when reading it back infers exactly this dict type."""
+    for side in (t.key, t.value):
+        if not (type(side) is TensorType and not side.shape and side.rank is None
+                and not side.attributes and dtypes.DEFAULT_FOR_KIND.get(dtypes.by_name(side.dtype).kind) == side.dtype):
+            return None
+    parts = []
+    for key, val in data.items:
+        if key is None or val is None or key.doc or val.doc or key.type != t.key or val.type != t.value:
+            return None
+        k, v = data_text(t.key, key.data), data_text(t.value, val.data)
+        if k is None or v is None:
+            return None
+        parts.append(f"{k}: {v}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _full_form(v: Value) -> str:
+    """`TYPE(data[, doc="..."])`, which says everything."""
+    data = "" if v.data is None else (data_text(v.type, v.data) or _escaped_data(v.data))
+    if v.doc:
+        data = f"{data}, doc={lexemes.quote(v.doc)}" if data else f"doc={lexemes.quote(v.doc)}"
+    return f"{type_text(v.type)}({data})"
+
+
+def data_text(t, data) -> str | None:
+    """The data of a value written as its type reads it back, or None when it cannot be."""
+    if isinstance(data, Blob):
+        if data.file == DEFAULT_WEIGHT_FILE:
+            return f"blob({data.offset})"
+        return f"blob({lexemes.quote(data.file)}, {data.offset})"
+    if isinstance(data, Elided):
+        return "[...]"
+    if isinstance(t, StateType) and isinstance(t.wrapped, TensorType):
+        t = t.wrapped
+    if type(t) is TensorType and isinstance(data, TensorData):
+        dt = dtypes.by_name(t.dtype)
+        if dt.storage != data.field or not dt.storage:
+            return None
+        count = count_of(t)
+        shape = t.shape if count is not None else None
+        return _tensor_literal(dt, data, count, shape, allow_b64=True)
+    if isinstance(t, ListType) and isinstance(data, ListData):
+        return "[" + ", ".join(value_text(x, t.element) for x in data.values) + "]"
+    if isinstance(t, TupleType) and isinstance(data, TupleData):
+        n = len(t.types)
+        return "(" + ", ".join(value_text(x, t.types[i] if i < n else None)
+                               for i, x in enumerate(data.values)) + ")"
+    if isinstance(t, DictType) and isinstance(data, DictData):
+        return "{" + ", ".join(f"{_side(k, t.key)}: {_side(v, t.value)}" for k, v in data.items) + "}"
+    return None
+
+
+def _side(v, context) -> str:
+    return "_" if v is None else value_text(v, context)
+
+
+def _escaped_data(data) -> str:
+    """Data whose place its type cannot tell: written as the proto stores it."""
+    if isinstance(data, TensorData):
+        if data.field is None:
+            return "tensor: _"
+        return f"{data.field}: {_storage_payload(data)}"
+    if isinstance(data, TupleData):
+        return "tuple: (" + ", ".join(value_text(x) for x in data.values) + ")"
+    if isinstance(data, ListData):
+        return "list: [" + ", ".join(value_text(x) for x in data.values) + "]"
+    if isinstance(data, DictData):
+        return "dict: {" + ", ".join(f"{_side(k, None)}: {_side(v, None)}" for k, v in data.items) + "}"
+    if isinstance(data, EmptyImmediate):
+        return "immediate: _"
+    raise TypeError(f"not MIL value data: {data!r}")
+
+
+_STORAGE_DTYPE = {"floats": "fp32", "doubles": "fp64", "ints": "int32", "longInts": "int64",
+                  "bools": "bool"}
+
+
+def _storage_payload(data: TensorData) -> str:
+    if data.field == "bytes":
+        return _b64(data.values)
+    if data.field == "strings":
+        return "[" + ", ".join(lexemes.quote(s) for s in data.values) + "]"
+    if len(data.values) > INLINE_LIMIT:
+        return _b64(data.values.astype(data.values.dtype.newbyteorder("<")).tobytes())
+    return _tensor_literal(dtypes.by_name(_STORAGE_DTYPE[data.field]), data, None, None, allow_b64=True)
+
+
+def _b64(raw: bytes) -> str:
+    return 'b64"' + base64.b64encode(raw).decode("ascii") + '"'
+
+
+def _tensor_literal(dt, data: TensorData, count, shape, allow_b64: bool = False) -> str | None:
+    """The tensor's elements as a nested list (or a scalar), past INLINE_LIMIT as b64 when
+    `allow_b64`; None when the stored elements do not decode as `dt` or do not fit `shape`."""
+    elements = _decoded(dt, data, count)
+    if elements is None:
+        return None
+    n = len(elements)
+    if n > INLINE_LIMIT and dt.kind != "string":
+        if not allow_b64 or (count is not None and n != count):
+            return None
+        return _b64(data.values if data.field == "bytes" else packing.pack(dt, data.values))
+    if dt.kind == "float":
+        scalars = lexemes.format_floats(dt, elements)
+    elif dt.kind == "bool":
+        scalars = ["True" if b else "False" for b in elements.tolist()]
+    elif dt.kind == "string":
+        scalars = [lexemes.quote(x) for x in elements]
+    else:
+        scalars = [str(i) for i in elements.tolist()]
+    if shape is not None and count == n:
+        return scalars[0] if not shape else _nest(scalars, shape)
+    return "[" + ", ".join(scalars) + "]" if allow_b64 else None
+
+
+def _decoded(dt, data: TensorData, count):
+    """Elements as the text writes them: raw bits for floats (so every NaN keeps its payload),
+    values otherwise; None when the storage does not hold whole elements of `dt`."""
+    if data.field == "bytes":
+        raw = data.values
+        if dt.sub_byte:
+            return None if count is None else packing.unpack(dt, raw, count)
+        width = dt.bits // 8
+        if not width or len(raw) % width:
+            return None
+        if dt.kind == "float":
+            return np.frombuffer(raw, np.dtype(packing.BITS_DTYPE[dt.name]).newbyteorder("<")).astype(
+                packing.BITS_DTYPE[dt.name])
+        return packing.unpack(dt, raw)
+    if dt.kind == "float":
+        return data.values.view(packing.BITS_DTYPE[dt.name])
+    if dt.kind == "string":
+        return data.values
+    return decode_tensor(dt, data, count)
+
+
+def _nest(scalars: list, shape: tuple) -> str:
+    if len(shape) == 1:
+        return "[" + ", ".join(scalars) + "]"
+    step = len(scalars) // shape[0] if shape[0] else 0
+    return "[" + ", ".join(_nest(scalars[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
