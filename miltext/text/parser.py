@@ -84,6 +84,7 @@ class _BlockNode:
 
 
 _ABSENT_TYPE = object()
+_DIM_WORDS = {"?": None, "*": VARIADIC, "_": UNSET_DIM}
 _NUMPY_BOOLS = {"np.True_": True, "np.False_": False, "numpy.True_": True, "numpy.False_": False}
 
 
@@ -101,7 +102,7 @@ class _Builder(Transformer):
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
-        raise _Failure(message, pos or _pos(self.current))
+        raise _Failure(message, pos or (_pos(self.current) if self.current is not None else None))
 
     def _text(self, tok) -> str:
         if self.raw_strings:
@@ -227,6 +228,8 @@ class _Builder(Transformer):
 
     def argument(self, items):
         key, v = items
+        if isinstance(key, Token):
+            key = self._key(key)
         if isinstance(v, Ref):
             return ("input", key, [str(v)])
         if isinstance(v, _Bindings):
@@ -270,7 +273,14 @@ class _Builder(Transformer):
 
     def attribute(self, items):
         key, v = items
+        if isinstance(key, Token):
+            key = self._key(key)
         return (key, v if isinstance(v, Value) else self._value(v, _pos(key)))
+
+    def _key(self, tok) -> _Name:
+        out = _Name(tok[:-1].rstrip())
+        out.line, out.column = tok.line, tok.column
+        return out
 
     def name(self, items):
         tok = items[0]
@@ -282,7 +292,9 @@ class _Builder(Transformer):
     # ---- types ----
     def tensor_type(self, items):
         group, suffixes = items[0], items[1:]
-        t = self._group_type(group)
+        return self._with_suffixes(self._group_type(group), suffixes, getattr(group, "pos", None))
+
+    def _with_suffixes(self, t, suffixes, pos):
         attrs = {}
         state = False
         for s in suffixes:
@@ -292,9 +304,22 @@ class _Builder(Transformer):
                 state = True
         if attrs:
             if not isinstance(t, TensorType):
-                self._fail("only tensor types carry attributes", getattr(group, "pos", None))
+                self._fail("only tensor types carry attributes", pos)
             t.attributes = attrs
         return StateType(t) if state else t
+
+    def simple_tensor_type(self, items):
+        return self._with_suffixes(self._simple_type(items[0]), items[1:], _pos(items[0]))
+
+    def _simple_type(self, tok) -> TensorType:
+        *dims, dtype = tok[1:-1].replace(" ", "").split(",")
+        shape = tuple(int(d) if d[0].isdigit() else _DIM_WORDS[d] for d in dims)
+        return TensorType(dtypes.by_name(dtype).name, shape)
+
+    def simple_typed_value(self, items):
+        tok, rest = items[0], items[1:]
+        t = self._with_suffixes(self._simple_type(tok), rest[:-1], _pos(tok))
+        return self._typed(t, rest[-1], _pos(tok))
 
     def _group_type(self, group: Group):
         items = list(group)
@@ -586,14 +611,19 @@ def grammar_text(name: str = "mil.lark") -> str:
 
 
 class _Tracker:
-    """Lark post-lexer that remembers the latest token, so errors found while building the
-    object model can point somewhere near."""
+    """Lark post-lexer that, when asked, remembers the latest token, so that an error found
+    while building the object model can point near its place. Off, it costs nothing: the
+    parse runs again with it on only when such an error has no place of its own."""
     always_accept = ()
 
     def __init__(self):
         self.builder = None
+        self.tracking = False
 
     def process(self, stream):
+        return self._tracked(stream) if self.tracking else stream
+
+    def _tracked(self, stream):
         builder = self.builder
         for tok in stream:
             builder.current = tok
@@ -612,7 +642,17 @@ class _Parser:
 
     def parse(self, text: str):
         with self.lock:
-            return self.lark.parse(text)
+            try:
+                return self.lark.parse(text)
+            except _Failure as e:
+                if e.pos is not None:
+                    raise
+            self.tracker.tracking = True
+            try:
+                return self.lark.parse(text)
+            finally:
+                self.tracker.tracking = False
+                self.builder.current = None
 
 
 def _cache_path(raw: bool):
