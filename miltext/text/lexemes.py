@@ -102,6 +102,17 @@ def parse_float(token: str) -> float:
     return float(t)
 
 
+def _shortest(v) -> str:
+    """Fewest digits that identify `v` in its own precision, laid out as Python's repr lays
+    out a float: positional from 1e-4 to 1e16, scientific outside."""
+    f = float(v)
+    if not np.isfinite(f):
+        return str(f)
+    if f == 0 or 1e-4 <= abs(f) < 1e16:
+        return np.format_float_positional(v, unique=True, trim="0")
+    return np.format_float_scientific(v, unique=True, trim="-")
+
+
 def format_floats(dtype: DType, bits: np.ndarray) -> list[str]:
     """The shortest decimal of each element that reads back to the same bits in `dtype`;
     NaNs other than the dtype's default spell their bits: nan(0x7fc00001)."""
@@ -109,8 +120,7 @@ def format_floats(dtype: DType, bits: np.ndarray) -> list[str]:
     if dtype.name == "fp64":
         out = [repr(v) for v in values.tolist()]
     else:
-        scalar = values.dtype.type
-        out = [str(scalar(v)) for v in values.tolist()]
+        out = [_shortest(v) for v in values]
         # Decimal -> double -> dtype can round twice; where that lands elsewhere, print the
         # double's repr, which is exact for every narrower float.
         back = np.array([float(s) if s not in ("nan", "-nan") else np.nan for s in out])

@@ -1,0 +1,57 @@
+"""Reading a program from whatever file a user names: MIL text or a serialized MIL Program."""
+from __future__ import annotations
+
+import os
+
+from google.protobuf.message import DecodeError
+
+from .errors import ParseError
+from .ir import Program
+
+TEXT_SUFFIXES = (".mil", ".txt")
+PROTO_SUFFIXES = (".pb", ".binpb")
+
+
+class InputError(ValueError):
+    """A file that cannot be read as a program; the message names the file and why."""
+
+
+def read_program(path: str) -> Program:
+    """The program in `path`, by its suffix (or its content when the suffix says nothing)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    kind = _kind(path, data)
+    if kind == "proto":
+        return program_from_bytes(path, data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start}) and not a MIL proto") from None
+    from .text.parser import parse
+    return parse(text, path)
+
+
+def program_from_bytes(path: str, data: bytes) -> Program:
+    try:
+        return Program.from_proto(data)
+    except DecodeError as e:
+        raise InputError(f"{path}: not a MIL Program protobuf ({e})") from None
+
+
+def _kind(path: str, data: bytes) -> str:
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in PROTO_SUFFIXES:
+        return "proto"
+    if suffix in TEXT_SUFFIXES:
+        return "text"
+    try:
+        data.decode("utf-8")
+        return "text"
+    except UnicodeDecodeError:
+        return "proto"
+
+
+__all__ = ["read_program", "program_from_bytes", "InputError", "ParseError"]
