@@ -8,10 +8,12 @@ valid across runs and machines.
 The transformer is written once (`transformer_layer`) against a tiny emitter interface with two
 back ends: coremltools' MIL builder (the realistic source: its type inference and proto export
 produce what converted models look like) and miltext's own object model (for machines without
-coremltools). Weights are small and stored as immediate values, so no weight file is needed.
+coremltools); both emit the same proto bytes. Weights are small and stored as immediate
+values, so no weight file is needed.
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
@@ -25,19 +27,10 @@ SEQ, D_MODEL, HEADS, D_FF = 4, 8, 2, 32   # tiny dims: DxD weights print inline,
 D_HEAD = D_MODEL // HEADS
 INPUT_SHAPE = (1, SEQ, D_MODEL)
 
-# Building through coremltools costs ~linear time per op; past this many ops a program is made
-# by replicating a coremltools-built one with miltext (see `replicate`). Chosen so the 50k
-# program stays under ~2 minutes to build; see README.md.
-COREMLTOOLS_MAX_OPS = 50_000
-
 
 def have_coremltools() -> bool:
-    """Whether coremltools can be imported (checked without importing it twice)."""
-    try:
-        import coremltools  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether coremltools is installed (found, not imported: importing it takes seconds)."""
+    return importlib.util.find_spec("coremltools") is not None
 
 
 # ---- the transformer, once for both back ends --------------------------------------------------
@@ -212,11 +205,9 @@ class MiltextEmitter:
         return len(self.block.operations)
 
     def const(self, name, value):
-        val = Value.tensor(value)
-        self.block.operations.append(Operation(
-            "const", outputs=[Var(name, val.type)],
-            attributes={"name": Value.tensor(name), "val": val}))
-        return _Ref(name, val.type.shape)
+        op = const_op(name, value)
+        self.block.operations.append(op)
+        return _Ref(name, op.outputs[0].type.shape)
 
     def op(self, op_type, name, shape, /, **inputs):
         self.block.operations.append(Operation(
@@ -224,6 +215,13 @@ class MiltextEmitter:
             outputs=[Var(name, TensorType("fp32", shape))],
             attributes={"name": Value.tensor(name)}))
         return _Ref(name, shape)
+
+
+def const_op(name: str, value) -> Operation:
+    """A const op laid out as coremltools writes one: `name` and `val` attributes, no inputs."""
+    val = Value.tensor(value)
+    return Operation("const", outputs=[Var(name, val.type)],
+                     attributes={"name": Value.tensor(name), "val": val})
 
 
 def miltext_transformer(n_ops: int, seed: int = 0) -> Program:
@@ -243,40 +241,6 @@ def to_bytes(program: Program) -> bytes:
     return program.to_proto().SerializeToString(deterministic=True)
 
 
-# ---- replication: a big program from a smaller one, through miltext's API -----------------------
-
-def replicate(program: Program, copies: int) -> Program:
-    """Chain `copies` copies of main's block: copy k reads copy k-1's output where the original
-    read the function input, and every name it defines gets a `_rK` suffix. Used when building
-    the big program through coremltools would take too long."""
-    fn = program.functions["main"]
-    (inp,) = fn.inputs
-    src = fn.block
-    (out,) = src.outputs
-    ops = list(src.operations)
-    prev = out
-    for k in range(1, copies):
-        renames = {inp.name: prev}
-        for op in src.operations:
-            for v in op.outputs:
-                renames[v.name] = f"{v.name}_r{k}"
-        ops.extend(_renamed(op, renames) for op in src.operations)
-        prev = renames[out]
-    return _single_function_program([inp], Block(outputs=[prev], operations=ops))
-
-
-def _renamed(op: Operation, renames: dict) -> Operation:
-    attrs = dict(op.attributes)
-    if op.name is not None:
-        attrs["name"] = Value.tensor(renames.get(op.name, op.name))
-    return Operation(
-        op.type,
-        inputs={k: [renames.get(b, b) if isinstance(b, str) else b for b in bindings]
-                for k, bindings in op.inputs.items()},
-        outputs=[Var(renames[v.name], v.type) for v in op.outputs],
-        blocks=op.blocks, attributes=attrs)
-
-
 # ---- the entry points run.py uses ----------------------------------------------------------------
 
 def transformer_proto(n_ops: int, seed: int = 0, use_coremltools: bool | None = None) -> tuple[bytes, str]:
@@ -285,13 +249,7 @@ def transformer_proto(n_ops: int, seed: int = 0, use_coremltools: bool | None = 
         use_coremltools = have_coremltools()
     if not use_coremltools:
         return to_bytes(miltext_transformer(n_ops, seed)), "miltext object model"
-    if n_ops <= COREMLTOOLS_MAX_OPS:
-        return pymil_to_proto_bytes(coremltools_transformer(n_ops, seed)), "coremltools MIL builder"
-    copies = math.ceil(n_ops / COREMLTOOLS_MAX_OPS)
-    if n_ops % copies:
-        raise ValueError(f"{n_ops} ops do not split into {copies} equal copies")
-    base = miltext.Program.from_proto(pymil_to_proto_bytes(coremltools_transformer(n_ops // copies, seed)))
-    return to_bytes(replicate(base, copies)), f"coremltools MIL builder ({n_ops // copies} ops) x{copies} via miltext"
+    return pymil_to_proto_bytes(coremltools_transformer(n_ops, seed)), "coremltools MIL builder"
 
 
 def big_const_proto(n_elements: int = 1_000_000, seed: int = 0) -> tuple[bytes, str]:
@@ -300,8 +258,7 @@ def big_const_proto(n_elements: int = 1_000_000, seed: int = 0) -> tuple[bytes, 
     side = math.isqrt(n_elements)
     shape = (side, side) if side * side == n_elements else (n_elements,)
     data = np.random.RandomState(seed).standard_normal(shape).astype(np.float32)
-    block = Block(outputs=["w"])
-    MiltextEmitter(block, Var("unused", TensorType("fp32", ()))).const("w", data)
+    block = Block(outputs=["w"], operations=[const_op("w", data)])
     return to_bytes(_single_function_program([], block)), "miltext object model"
 
 

@@ -79,6 +79,11 @@ def _fp8_bits(name: str, values: np.ndarray) -> np.ndarray:
     sorted_vals = table[finite][order].astype(np.float64)
     sorted_codes = codes[finite][order]
     v = values.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return _nearest_fp8(name, v, sorted_vals, sorted_codes)
+
+
+def _nearest_fp8(name, v, sorted_vals, sorted_codes):
     hi = np.clip(np.searchsorted(sorted_vals, v), 1, len(sorted_vals) - 1)
     lo = hi - 1
     pick_hi = (sorted_vals[hi] - v) < (v - sorted_vals[lo])

@@ -173,7 +173,8 @@ def value_text(v: Value, context=_NO_CONTEXT) -> str:
     if context is None or isinstance(context, UnknownType):
         context = _NO_CONTEXT
     if not v.doc:
-        if context is not _NO_CONTEXT and v.type == context:
+        # A tuple's data is a parenthesized list, which cannot stand bare inside another one.
+        if context is not _NO_CONTEXT and v.type == context and not isinstance(context, TupleType):
             text = data_text(v.type, v.data)
             if text is not None:
                 return text
