@@ -7,6 +7,7 @@ from .. import dtypes
 from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, EmptyImmediate,
                   Function, ListData, ListType, Operation, Program, StateType, TensorData,
                   TensorType, TupleData, TupleType, UnknownType, Value, Var)
+from ..bulk import bulk
 from . import schema
 
 _FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
@@ -20,9 +21,11 @@ def program_from_proto(data) -> Program:
         msg = data
     else:  # a message of another pool (coremltools'): meet through bytes
         msg = schema.Program.FromString(data.SerializeToString())
-    return Program(
-        functions={name: function(f) for name, f in msg.functions.items()},
-        version=msg.version, doc=msg.docString, attributes=value_map(msg.attributes))
+    _TENSOR_TYPES.clear()
+    with bulk():
+        return Program(
+            functions={name: function(f) for name, f in msg.functions.items()},
+            version=msg.version, doc=msg.docString, attributes=value_map(msg.attributes))
 
 
 def function(msg) -> Function:
@@ -61,13 +64,25 @@ def value_map(entries) -> dict:
     return {k: value(v) for k, v in entries.items()} if entries else {}
 
 
+# Real programs repeat a handful of tensor types thousands of times: read each kind once.
+_TENSOR_TYPES: dict = {}
+
+
 def value_type(msg):
     case = msg.WhichOneof("type")
     if case == "tensorType":
         t = msg.tensorType
+        key = t.SerializeToString()
+        known = _TENSOR_TYPES.get(key)
+        if known is not None:
+            return TensorType(*known)
         shape = tuple(dimension(d) for d in t.dimensions)
         rank = None if t.rank == len(shape) else t.rank
-        return TensorType(dtypes.by_code(t.dataType).name, shape, rank, value_map(t.attributes))
+        dtype = dtypes.by_code(t.dataType).name
+        if t.attributes:
+            return TensorType(dtype, shape, rank, value_map(t.attributes))
+        _TENSOR_TYPES[key] = (dtype, shape, rank)
+        return TensorType(dtype, shape, rank)
     if case == "listType":
         t = msg.listType
         return ListType(value_type(t.type) if t.HasField("type") else None,

@@ -8,6 +8,7 @@ from ..errors import ProgramError
 from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
                   UnknownType, Value)
+from ..bulk import bulk
 from . import schema
 
 _FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
@@ -20,6 +21,11 @@ def program_to_proto(program, *, strict: bool = False):
         if missing:
             raise ProgramError.at(missing[0][1], f"%{missing[0][0]} is not defined" + (
                 f" (and {len(missing) - 1} more undefined names)" if len(missing) > 1 else ""))
+    with bulk():
+        return _program(program)
+
+
+def _program(program):
     msg = schema.Program()
     msg.version = program.version
     msg.docString = program.doc
@@ -76,15 +82,22 @@ def value_map(values: dict, entries, where=None) -> None:
         value(v, entries[key], where)
 
 
+_TENSOR_TYPE_BYTES: dict = {}  # (dtype, shape, rank) -> serialized ValueType: types repeat
+
+
 def value_type(t, msg) -> None:
-    if isinstance(t, TensorType):
-        out = msg.tensorType
-        out.SetInParent()
-        out.dataType = dtypes.by_name(t.dtype).code
-        out.rank = t.proto_rank
-        for d in t.shape:
-            dimension(d, out.dimensions.add())
-        value_map(t.attributes, out.attributes)
+    if type(t) is TensorType and not t.attributes:
+        key = (t.dtype, t.shape, t.rank)
+        wire = _TENSOR_TYPE_BYTES.get(key)
+        if wire is None:
+            scratch = schema.ValueType()
+            _tensor_type(t, scratch)
+            wire = scratch.SerializeToString()
+            if len(_TENSOR_TYPE_BYTES) < 4096:
+                _TENSOR_TYPE_BYTES[key] = wire
+        msg.MergeFromString(wire)
+    elif isinstance(t, TensorType):
+        _tensor_type(t, msg)
     elif isinstance(t, ListType):
         out = msg.listType
         out.SetInParent()
@@ -113,6 +126,16 @@ def value_type(t, msg) -> None:
         msg.SetInParent()
     else:
         raise TypeError(f"not a MIL type: {t!r}")
+
+
+def _tensor_type(t, msg) -> None:
+    out = msg.tensorType
+    out.SetInParent()
+    out.dataType = dtypes.by_name(t.dtype).code
+    out.rank = t.proto_rank
+    for d in t.shape:
+        dimension(d, out.dimensions.add())
+    value_map(t.attributes, out.attributes)
 
 
 def dimension(d, msg) -> None:

@@ -32,3 +32,4 @@ def message_class(full_name: str):
 
 Program = message_class(f"{PACKAGE}.Program")
 Value = message_class(f"{PACKAGE}.Value")
+ValueType = message_class(f"{PACKAGE}.ValueType")

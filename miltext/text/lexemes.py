@@ -120,11 +120,15 @@ def format_floats(dtype: DType, bits: np.ndarray) -> list[str]:
     if dtype.name == "fp64":
         out = [repr(v) for v in values.tolist()]
     else:
-        out = [_shortest(v) for v in values]
+        out = values.astype(str).tolist()  # numpy's shortest repr, in one call
+        for i, text in enumerate(out):
+            if "e" in text and 1e-4 <= abs(float(values[i])) < 1e16:
+                out[i] = _shortest(values[i])  # positional, as Python's repr would have it
         # Decimal -> double -> dtype can round twice; where that lands elsewhere, print the
         # double's repr, which is exact for every narrower float.
-        back = np.array([float(s) if s not in ("nan", "-nan") else np.nan for s in out])
-        wrong = np.flatnonzero(packing.float_bits(dtype, back.astype(values.dtype)) != bits)
+        with np.errstate(over="ignore", invalid="ignore"):
+            back = np.array(out).astype(np.float64).astype(values.dtype)
+        wrong = np.flatnonzero((packing.float_bits(dtype, back) != bits) & ~np.isnan(values))
         for i in wrong.tolist():
             out[i] = repr(float(values[i]))
     nan = np.flatnonzero(np.isnan(values))

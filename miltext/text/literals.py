@@ -53,6 +53,28 @@ class Ref(str):
     """`%name` inside a group."""
 
 
+class NumLit:
+    """A (nested) list of plain numbers read in one go: its elements as a flat numpy array
+    (int64 when every element is an integer, float64 otherwise), and the shape of its nesting."""
+    __slots__ = ("array", "shape", "kind", "pos")
+
+    def __init__(self, array: np.ndarray, shape: tuple, kind: str, pos=None):
+        self.array, self.shape, self.kind, self.pos = array, shape, kind, pos
+
+    def as_list_literal(self) -> "ListLit":
+        """The same literal as nested ListLits, for places that take elements one by one."""
+        values = self.array.tolist()
+        if self.array.dtype == np.float64:
+            values = [float(v) for v in values]
+
+        def nest(flat, shape):
+            if len(shape) == 1:
+                return ListLit(flat)
+            step = len(flat) // shape[0] if shape[0] else 0
+            return ListLit(nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0]))
+        return nest(values, self.shape)
+
+
 ABSENT = object()      # `_` where the proto has no message
 ELIDED = Elided()
 
@@ -61,6 +83,8 @@ ELIDED = Elided()
 
 def _flatten(lit, depth: int = 0) -> tuple[list, tuple]:
     """Scalars of a nested list literal in C order, and the shape its nesting gives."""
+    if isinstance(lit, NumLit):
+        lit = lit.as_list_literal()
     if not isinstance(lit, ListLit):
         return [lit], ()
     if depth > MAX_LITERAL_DEPTH:
@@ -74,6 +98,8 @@ def _flatten(lit, depth: int = 0) -> tuple[list, tuple]:
         return list(lit), (len(lit),)
     flat, inner = [], None
     for item in lit:
+        if isinstance(item, NumLit):
+            item = item.as_list_literal()
         if not isinstance(item, ListLit):
             raise LiteralError("ragged list literal: every element of a level must be a list")
         items, shape = _flatten(item, depth + 1)
@@ -165,8 +191,30 @@ def elements(dt, scalars: list) -> np.ndarray:
     raise LiteralError(f"dtype {dt.name} has no literal form; write its storage, e.g. bytes: b64\"...\"")
 
 
+def array_elements(dt, lit: NumLit) -> np.ndarray:
+    """The elements of a plain-number literal as dt.numpy, checked against the dtype at once."""
+    a = lit.array
+    if a.dtype == object:  # integers beyond int64: element by element
+        return elements(dt, a.tolist())
+    if dt.kind == "float":
+        with np.errstate(over="ignore"):
+            return a.astype(np.float64).astype(dt.numpy)
+    if dt.kind in ("int", "uint"):
+        if a.dtype.kind == "f":
+            if not np.all(np.isfinite(a)) or not np.all(a == np.floor(a)):
+                raise LiteralError(f"{dt.name} elements must be integers")
+        low, high = _int_range(dt)
+        if a.size and (a.min() < low or a.max() > high):
+            bad = a[(a < low) | (a > high)][0]
+            raise LiteralError(f"{bad:.0f} does not fit in {dt.name} ({low} to {high})")
+        return a.astype(dt.numpy)
+    return elements(dt, a.tolist())
+
+
 def tensor_data(dt, lit, count: int | None) -> TensorData:
     """The TensorData of literal `lit` (nested list, scalar or b64) as dtype `dt`."""
+    if isinstance(lit, NumLit):
+        return encode_tensor(dt, array_elements(dt, lit))
     if isinstance(lit, B64):
         if dt.storage == "strings" or not dt.storage:
             raise LiteralError(f"{dt.name} data cannot be written as b64")
@@ -222,6 +270,13 @@ def default_value(lit) -> Value:
         return _default_dict(lit)
     if isinstance(lit, (Group, B64)):
         raise LiteralError("this data needs its type in front, e.g. (2, 3, fp32)(...)")
+    if isinstance(lit, NumLit) and lit.array.dtype != object:
+        name = "fp32" if lit.kind == "float" else "int32"
+        a = lit.array
+        if name == "int32" and a.size and (a.min() < -2**31 or a.max() >= 2**31):
+            name = "int64"
+        dt = dtypes.by_name(name)
+        return Value(TensorType(dt.name, lit.shape), encode_tensor(dt, array_elements(dt, lit)))
     scalars, shape = _flatten(lit)
     kind = _kind(scalars)
     name = dtypes.DEFAULT_FOR_KIND[kind]
@@ -263,6 +318,8 @@ def interpret(vtype, lit):
             raise LiteralError("tensor data is a number, a string, a bool or a list of them")
         return tensor_data(dtypes.by_name(vtype.dtype), lit, count_of(vtype))
     if isinstance(vtype, ListType):
+        if isinstance(lit, NumLit):
+            lit = lit.as_list_literal()
         if not isinstance(lit, ListLit):
             raise LiteralError("a List value is written [v, ...]")
         return ListData([in_context(x, vtype.element) for x in lit])
@@ -317,6 +374,8 @@ def storage_escape(field: str, payload) -> _Prepared:
         items = payload if isinstance(payload, Group) else Group([payload])
         return _Prepared(TupleData([default_value(x) for x in items]))
     if field == "list":
+        if isinstance(payload, NumLit):
+            payload = payload.as_list_literal()
         if not isinstance(payload, ListLit):
             raise LiteralError("list: takes [v, ...]")
         return _Prepared(ListData([default_value(x) for x in payload]))

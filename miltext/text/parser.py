@@ -6,10 +6,12 @@ strings and names are raw (`"say "hi""`, `%layer.0/relu:0`); `parse` picks by th
 """
 from __future__ import annotations
 
+import json
 import os
 import re
-import sys
 import threading
+
+import numpy as np
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -20,8 +22,8 @@ from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType
                   Program, StateType, TensorType, TupleType, UnknownType, Value, Var)
 from ..ir.types import MISSING
 from . import lexemes
-from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit,
-                       LiteralError, Ref, default_value, prepared, storage_escape, typed_value)
+from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
+                       NumLit, Ref, default_value, prepared, storage_escape, typed_value)
 from .messages import describe_expected, describe_token
 
 MAX_BLOCK_DEPTH = 256  # nested blocks; documented in docs/syntax.md
@@ -249,6 +251,14 @@ class _Builder(Transformer):
         if isinstance(item, _Symbol):
             self._fail(f"unexpected name {item}: expected a value or a %name", _pos(key))
         return item if isinstance(item, Value) else self._value(item, _pos(key))
+
+    def ref_argument(self, items):
+        tok = items[0]
+        key, _, var = tok.partition("=")
+        name = _Name(key.rstrip())
+        name.line, name.column = tok.line, tok.column
+        var = var.strip()
+        return ("input", name, [var[1:] if self.raw_strings else lexemes.var_name(var)])
 
     def ref(self, items):
         tok = items[0]
@@ -551,6 +561,13 @@ class _Builder(Transformer):
             self._fail(str(e), _pos(items[0]))
         return out
 
+    def numbers(self, items):
+        tok = items[0]
+        try:
+            return read_numbers(tok, _pos(tok))
+        except LiteralError as e:
+            self._fail(str(e), _pos(tok))
+
     def list_lit(self, items):
         out = ListLit(x for x in items[1:] if x is not None)
         out.pos = _pos(items[0])
@@ -588,6 +605,42 @@ class _Builder(Transformer):
                    "MIL text cannot hold it", _pos(tok))
 
 
+_NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
+_FLOAT_MARK = re.compile(r"[.eEni]")
+_SKELETON = re.compile(r"[\[\],0\s]*")
+
+
+def read_numbers(text: str, pos) -> NumLit:
+    """A NUMBERS token: numbers converted by numpy in one call, shape from the brackets."""
+    if "..." in text:
+        if text[1:-1].strip() == "...":
+            return ELIDED
+        raise LiteralError("malformed number list")
+    skeleton = _NUMBER.sub("0", text)
+    if not _SKELETON.fullmatch(skeleton):
+        raise LiteralError("malformed number list")
+    try:
+        nested = json.loads(skeleton)
+        shape = np.shape(nested)
+        if np.asarray(nested, dtype=np.int8).size != int(np.prod(shape, dtype=np.int64)):
+            raise ValueError
+    except (ValueError, TypeError):
+        raise LiteralError("malformed or ragged number list: every level must hold lists of one length") from None
+    if len(shape) > 64:
+        raise LiteralError("list literal nested deeper than 64 levels")
+    words = _NUMBER.findall(text)
+    if _FLOAT_MARK.search(text) or not words:  # like any literal, an empty list is fp32
+        array = np.array(words).astype(np.float64) if words else np.zeros(0)
+        kind = "float"
+    else:
+        try:
+            array = np.array(words).astype(np.int64) if words else np.zeros(0, np.int64)
+        except OverflowError:
+            array = np.array([int(w) for w in words], dtype=object)
+        kind = "int"
+    return NumLit(array, tuple(shape), kind, pos)
+
+
 # ---- the parsers ----------------------------------------------------------------------------
 
 _GRAMMAR_DIRS = (os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grammar"),
@@ -598,6 +651,7 @@ _GRAMMAR_DIRS = (os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__
 _RAW_OVERRIDES = r"""
 %override STRING: /"([^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"/ | /'([^'\\\n]|\\.)*'/
 %override VAR: /%([^\s,()\[\]=:]|:(?!\s))+/
+%override ARG_REF: /[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*%([^\s,()\[\]=:]|:(?!\s))+/
 """
 
 

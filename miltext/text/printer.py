@@ -11,6 +11,7 @@ import base64
 import numpy as np
 
 from .. import dtypes, ops, packing
+from ..bulk import bulk
 from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
                   UnknownType, Value)
@@ -24,6 +25,11 @@ _NO_CONTEXT = object()
 
 
 def print_program(program) -> str:
+    with bulk():
+        return _program_text(program)
+
+
+def _program_text(program) -> str:
     parts = []
     header = _header(program)
     if header:
@@ -172,6 +178,11 @@ def value_text(v: Value, context=_NO_CONTEXT) -> str:
     element type), or none (a bare literal takes the default for how it is written)."""
     if context is None or isinstance(context, UnknownType):
         context = _NO_CONTEXT
+    t, data = v.type, v.data
+    if (type(data) is TensorData and data.field == "strings" and type(t) is TensorType
+            and t.dtype == "string" and not t.shape and t.rank is None and not t.attributes
+            and len(data.values) == 1 and not v.doc and (context is _NO_CONTEXT or context == t)):
+        return lexemes.quote(data.values[0])  # a string scalar, such as every op's name
     if not v.doc:
         # A tuple's data is a parenthesized list, which cannot stand bare inside another one.
         if context is not _NO_CONTEXT and v.type == context and not isinstance(context, TupleType):
