@@ -29,7 +29,8 @@ class TensorData:
             values = bytes(values or b"")
         elif field == "strings":
             values = list(values or [])
-        else:
+        elif not (type(values) is np.ndarray and values.dtype == FIELD_NUMPY[field] and values.ndim == 1
+                  and values.flags.c_contiguous):
             values = np.ascontiguousarray(values if values is not None else [], FIELD_NUMPY[field]).reshape(-1)
         self.field, self.values = field, values
 
@@ -140,13 +141,17 @@ def _count(t: TensorType) -> int | None:
 def encode_tensor(dt: dtypes.DType, array: np.ndarray) -> TensorData:
     """TensorData in the field coremltools uses for `dt`, from values of any numeric kind."""
     flat = np.asarray(array).reshape(-1)
-    if dt.storage == "strings":
+    storage = dt.storage
+    if storage == "strings":
         return TensorData("strings", [str(v) for v in flat])
-    if dt.storage == "bytes":
+    if storage == "bytes":
         return TensorData("bytes", packing.pack(dt, flat.astype(dt.numpy) if dt.kind != "float" else flat))
-    if dt.storage == "":
+    if storage == "":
         raise ValueError(f"dtype {dt.name} has no storage")
-    return TensorData(dt.storage, flat.astype(dt.numpy).astype(FIELD_NUMPY[dt.storage]))
+    if flat.dtype != dt.numpy:
+        flat = flat.astype(dt.numpy)
+    field_dtype = FIELD_NUMPY[storage]
+    return TensorData(storage, flat if flat.dtype == field_dtype else flat.astype(field_dtype))
 
 
 def decode_tensor(dt: dtypes.DType, data: TensorData, count: int | None) -> np.ndarray | None:

@@ -260,10 +260,19 @@ def count_of(t: TensorType) -> int | None:
     return n
 
 
+_SCALAR_DTYPES = {str: "string", float: "fp32", bool: "bool"}
+
+
 def default_value(lit) -> Value:
     """A literal where no type is written or implied: typed the way coremltools types it."""
     if isinstance(lit, Value):
         return lit
+    kind = _SCALAR_DTYPES.get(type(lit))
+    if kind is not None:  # the common scalars, without the general machinery
+        if kind == "string":
+            return Value(TensorType(kind), TensorData("strings", [lit]))
+        dt = dtypes.BY_NAME[kind]
+        return Value(TensorType(kind), TensorData(dt.storage, np.array([lit], dtype=FIELD_NUMPY[dt.storage])))
     if lit is ELIDED:
         return Value(None, ELIDED)
     if isinstance(lit, DictLit):

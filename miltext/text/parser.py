@@ -17,6 +17,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .. import dtypes
+from ..bulk import bulk
 from ..errors import ParseError
 from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
                   Program, StateType, TensorType, TupleType, UnknownType, Value, Var)
@@ -222,6 +223,38 @@ class _Builder(Transformer):
                     self._fail(f"attribute {key!r} is given twice", getattr(attrs, "pos", {}).get(key))
                 op.attributes[key] = value
         return op
+
+    def simple_op(self, items):
+        """A SIMPLE_OP token: split it, then build the op as the long way would."""
+        tok = items[0]
+        text, line, column = str(tok), tok.line, tok.column
+        head = _SIMPLE_HEAD.match(text)
+        out = Var(head.group(1), self._simple_type(head.group(2)), loc=(line, column))
+        optype = _Name(head.group(3))
+        optype.line, optype.column = line, column + head.start(3)
+        parts: list = [out, optype]
+        args = text[head.end():-1]
+        base = column + head.end()
+        for m in _SIMPLE_ARG.finditer(args):
+            key = _Name(m.group(1))
+            key.line, key.column = line, base + m.start()
+            parts.append(self.argument([key, self._simple_value(m.group(2), (line, base + m.start(2)))]))
+        return self.operation(parts)
+
+    def _simple_value(self, text: str, pos):
+        first = text[0]
+        if first == "%":
+            return Ref(text[1:])
+        if first == "[":
+            try:
+                return read_numbers(text, pos)
+            except LiteralError as e:
+                self._fail(str(e), pos)
+        if first == '"':
+            return text[1:-1]
+        if text == "True" or text == "False":
+            return text == "True"
+        return lexemes.parse_float(text) if _FLOAT_MARK.search(text) else lexemes.parse_int(text)
 
     def var_decl(self, items):
         tok, vtype = items
@@ -607,38 +640,75 @@ class _Builder(Transformer):
 
 _NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
 _FLOAT_MARK = re.compile(r"[.eEni]")
-_SKELETON = re.compile(r"[\[\],0\s]*")
+_WHITESPACE = re.compile(r"\s+")
+# The parts of a SIMPLE_OP token (grammar/mil.lark), which has already matched as a whole.
+_SIMPLE_HEAD = re.compile(r"%([A-Za-z0-9_.@/]+):[ \t]*(\([^)]*\))[ \t]*=[ \t]*([A-Za-z_][A-Za-z0-9_]*)\(")
+_SIMPLE_ARG = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=(%[A-Za-z0-9_.@/]+|'
+                         r'\[[ \t0-9.eE+\-,\[\]naif]*\](?=,[ \t]*[A-Za-z_][A-Za-z0-9_.]*=|$)|'
+                         r'"[^"\\\n]*"|[^,]+)(?:,[ \t]*|$)')
 
 
 def read_numbers(text: str, pos) -> NumLit:
-    """A NUMBERS token: numbers converted by numpy in one call, shape from the brackets."""
+    """A NUMBERS token: the numbers converted in one go, the shape read off the brackets."""
     if "..." in text:
         if text[1:-1].strip() == "...":
             return ELIDED
         raise LiteralError("malformed number list")
-    skeleton = _NUMBER.sub("0", text)
-    if not _SKELETON.fullmatch(skeleton):
-        raise LiteralError("malformed number list")
-    try:
-        nested = json.loads(skeleton)
-        shape = np.shape(nested)
-        if np.asarray(nested, dtype=np.int8).size != int(np.prod(shape, dtype=np.int64)):
-            raise ValueError
-    except (ValueError, TypeError):
-        raise LiteralError("malformed or ragged number list: every level must hold lists of one length") from None
+    words = _NUMBER.findall(text)
+    skeleton = _WHITESPACE.sub("", _NUMBER.sub("0", text))
+    shape = _nesting_shape(skeleton)
+    if shape is None:
+        raise LiteralError("malformed or ragged number list: every level must hold lists of one length")
     if len(shape) > 64:
         raise LiteralError("list literal nested deeper than 64 levels")
-    words = _NUMBER.findall(text)
     if _FLOAT_MARK.search(text) or not words:  # like any literal, an empty list is fp32
-        array = np.array(words).astype(np.float64) if words else np.zeros(0)
+        array = np.array([float(w) for w in words] if len(words) < 64 else np.array(words).astype(np.float64),
+                         dtype=np.float64)
         kind = "float"
     else:
+        values = [int(w) for w in words]
         try:
-            array = np.array(words).astype(np.int64) if words else np.zeros(0, np.int64)
+            array = np.array(values, dtype=np.int64)
         except OverflowError:
-            array = np.array([int(w) for w in words], dtype=object)
+            array = np.array(values, dtype=object)
         kind = "int"
-    return NumLit(array, tuple(shape), kind, pos)
+    return NumLit(array, shape, kind, pos)
+
+
+def _nesting_shape(skeleton: str) -> tuple | None:
+    """The shape of a list skeleton such as [[0,0],[0,0]], or None when it is not regular."""
+    rank = len(skeleton) - len(skeleton.lstrip("["))
+    shape = []
+    at = 0
+    for level in range(rank):
+        at = level + 1  # just inside the first list of this level
+        if skeleton[at] == "]":
+            shape.append(0)
+            break
+        depth, count, i = 0, 1, at
+        while True:
+            c = skeleton[i]
+            if c == "[":
+                depth += 1
+            elif c == "]":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c == "," and depth == 0:
+                count += 1
+            i += 1
+        shape.append(count)
+    shape = tuple(shape)
+    return shape if _skeleton_of(shape) == skeleton else None
+
+
+def _skeleton_of(shape: tuple) -> str:
+    if not shape:
+        return "0"
+    if shape[0] == 0:
+        return "[]"
+    inner = _skeleton_of(shape[1:])
+    return "[" + ",".join([inner] * shape[0]) + "]"
 
 
 # ---- the parsers ----------------------------------------------------------------------------
@@ -776,7 +846,8 @@ class _LocatedError(Exception):
 def _parse_once(text: str, raw: bool) -> Program:
     parser = _parser(raw)
     try:
-        return parser.parse(text)
+        with bulk():
+            return parser.parse(text)
     except _Failure as e:
         line, column = e.pos or (1, 1)
         raise _LocatedError(line, column, e.message) from None

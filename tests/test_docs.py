@@ -1,0 +1,67 @@
+"""Every example in docs/syntax.md is real.
+
+- Every ```mil block parses, and is canonical (dumps(loads(block)) == block) unless the line
+  before it (blank lines aside) is `<!-- not canonical -->`; a block so marked must really
+  differ from its canonical text, so that the mark never goes stale.
+- A ```text block marked `<!-- error example: NAME -->` is a program that does not parse; the
+  next fenced block is exactly the error miltext reports for it, read from a file named NAME.
+"""
+import os
+import re
+
+import pytest
+
+import miltext
+
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "syntax.md")
+
+_FENCE = re.compile(r"^```([A-Za-z0-9_-]*)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+_MARK = re.compile(r"<!--\s*(.*?)\s*-->\s*\Z", re.S)
+
+
+def _blocks():
+    """(line, language, body, mark) for each fenced block; mark is the HTML comment right
+    before the fence (blank lines aside), or ''."""
+    with open(DOC, encoding="utf-8") as f:
+        text = f.read()
+    out = []
+    for m in _FENCE.finditer(text):
+        before = text[:m.start()].rstrip()
+        mark = _MARK.search(before)
+        line = text.count("\n", 0, m.start()) + 1
+        out.append((line, m.group(1), m.group(2), mark.group(1) if mark else ""))
+    return out
+
+
+BLOCKS = _blocks()
+MIL = [b for b in BLOCKS if b[1] == "mil"]
+ERRORS = [(i, b) for i, b in enumerate(BLOCKS) if b[3].startswith("error example:")]
+
+
+def test_the_doc_has_examples():
+    assert len(MIL) >= 20
+    assert ERRORS
+
+
+@pytest.mark.parametrize("line,lang,body,mark", MIL, ids=[f"line{b[0]}" for b in MIL])
+def test_mil_example(line, lang, body, mark):
+    program = miltext.loads(body, f"docs/syntax.md:{line}")
+    canonical = miltext.dumps(program)
+    if mark == "not canonical":
+        assert canonical != body, "marked <!-- not canonical --> but it is canonical"
+        # What it means is printed canonically, and that reads back to itself.
+        assert miltext.dumps(miltext.loads(canonical)) == canonical
+    else:
+        assert mark == "", f"unknown mark <!-- {mark} --> before a mil block"
+        assert canonical == body
+
+
+@pytest.mark.parametrize("index,block", ERRORS, ids=[f"line{b[0]}" for _, b in ERRORS])
+def test_error_example(index, block):
+    line, lang, body, mark = block
+    filename = mark.split(":", 1)[1].strip()
+    assert index + 1 < len(BLOCKS), "an error example needs the expected error after it"
+    expected = BLOCKS[index + 1][2].rstrip("\n")
+    with pytest.raises(miltext.ParseError) as info:
+        miltext.loads(body, filename)
+    assert str(info.value) == expected
