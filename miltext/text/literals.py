@@ -91,6 +91,8 @@ def _flatten(lit, depth: int = 0) -> tuple[list, tuple]:
         raise LiteralError(f"list literal nested deeper than {MAX_LITERAL_DEPTH} levels")
     if not lit:
         return [], (0,)
+    if any(isinstance(x, NumLit) for x in lit):
+        lit = ListLit(x.as_list_literal() if isinstance(x, NumLit) else x for x in lit)
     if not any(isinstance(x, ListLit) for x in lit):
         for x in lit:
             if isinstance(x, (Value, Group, DictLit)):
@@ -98,8 +100,6 @@ def _flatten(lit, depth: int = 0) -> tuple[list, tuple]:
         return list(lit), (len(lit),)
     flat, inner = [], None
     for item in lit:
-        if isinstance(item, NumLit):
-            item = item.as_list_literal()
         if not isinstance(item, ListLit):
             raise LiteralError("ragged list literal: every element of a level must be a list")
         items, shape = _flatten(item, depth + 1)
