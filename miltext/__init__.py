@@ -21,7 +21,10 @@ def load(path) -> "Program":
 def dumps(program: "Program") -> str:
     """The canonical MIL text of a program."""
     from .text.printer import print_program
-    return print_program(program)
+    try:
+        return print_program(program)
+    except RecursionError:
+        raise ProgramError("the program is nested too deeply to print") from None
 
 
 def dump(program: "Program", path) -> None:

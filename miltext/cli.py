@@ -24,10 +24,10 @@ def cmd_build(args) -> int:
     from .files import write_atomic
     program = read_program(args.file)
     try:
-        message = program.to_proto(strict=True)
+        data = program.to_proto(strict=True).SerializeToString(deterministic=True)
     except ProgramError as e:
         raise InputError(_located(args.file, e)) from None
-    write_atomic(args.output, message.SerializeToString(deterministic=True))
+    write_atomic(args.output, data)
     return 0
 
 
@@ -66,7 +66,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ParseError, InputError) as e:
+    except ParseError as e:
+        print(e.render_all(), file=sys.stderr)
+        return 1
+    except (InputError, ProgramError) as e:
         print(str(e), file=sys.stderr)
         return 1
     except OSError as e:

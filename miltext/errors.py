@@ -26,14 +26,26 @@ class ParseError(ValueError):
     error found in the run (this one first), each a (line, column, message) triple."""
 
     def __init__(self, message: str, line: int, column: int, filename: str | None = None,
-                 source_line: str | None = None, errors: list | None = None):
+                 source_line: str | None = None, errors: list | None = None, text: str | None = None):
         self.message, self.line, self.column, self.filename = message, line, column, filename
-        self.source_line = source_line
+        self.source_line, self.text = source_line, text
         self.errors = errors or [(line, column, message)]
         super().__init__(self.render())
 
     def render(self) -> str:
         return format_diagnostic(self.filename, self.line, self.column, self.message, self.source_line)
+
+    def render_all(self, text: str | None = None) -> str:
+        """Every error of the run, each with its source line."""
+        text = text if text is not None else self.text
+        lines = text.split("\n") if text is not None else None
+        out = []
+        for line, column, message in self.errors:
+            source = lines[line - 1] if lines is not None and 0 < line <= len(lines) else None
+            if source is None and (line, column) == (self.line, self.column):
+                source = self.source_line
+            out.append(format_diagnostic(self.filename, line, column, message, source))
+        return "\n".join(out)
 
 
 class ProgramError(ValueError):

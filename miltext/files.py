@@ -9,6 +9,10 @@ def write_atomic(path, data: bytes) -> None:
     """Replace `path` with `data` all at once; on any failure the old file stays as it was."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, f"cannot write: no folder {os.path.dirname(path) or '.'}", path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "is a folder", path)
     fd, tmp = tempfile.mkstemp(prefix=".miltext-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -38,7 +38,15 @@ def program_from_bytes(path: str, data: bytes) -> Program:
     try:
         return Program.from_proto(data)
     except DecodeError as e:
-        raise InputError(f"{path}: not a MIL Program protobuf ({e})") from None
+        if "MaxDepth" in str(e):
+            raise InputError(f"{path}: the program is nested deeper than protobuf reads "
+                             f"(100 message levels, about 45 nested blocks)") from None
+        raise InputError(f"{path}: not a MIL Program protobuf ({_reason(e)})") from None
+
+
+def _reason(e: DecodeError) -> str:
+    text = str(e)
+    return "truncated or corrupt" if "Error parsing message" in text else text
 
 
 def _kind(path: str, data: bytes) -> str:

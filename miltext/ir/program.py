@@ -76,13 +76,21 @@ class Program:
     @classmethod
     def from_proto(cls, data) -> "Program":
         """A Program from serialized MIL Program bytes or a Program message (any pool)."""
+        from ..errors import ProgramError
         from ..proto.decode import program_from_proto
-        return program_from_proto(data)
+        try:
+            return program_from_proto(data)
+        except RecursionError:
+            raise ProgramError("the program is nested too deeply to read") from None
 
     def to_proto(self, *, strict: bool = False):
         """This program as a `CoreML.Specification.MILSpec.Program` message (miltext's own pool).
 
         Raises ProgramError for what no proto can hold (a value left out as `[...]`); with
         `strict`, also for references to names nothing defines."""
+        from ..errors import ProgramError
         from ..proto.encode import program_to_proto
-        return program_to_proto(self, strict=strict)
+        try:
+            return program_to_proto(self, strict=strict)
+        except RecursionError:
+            raise ProgramError("the program is nested too deeply to write") from None

@@ -43,6 +43,8 @@ class TensorType:
 
     def __post_init__(self):
         self.shape = tuple(self.shape)
+        if self.rank == len(self.shape):
+            self.rank = None  # the rank the shape gives needs no saying
 
     @property
     def proto_rank(self) -> int:

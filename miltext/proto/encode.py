@@ -22,7 +22,20 @@ def program_to_proto(program, *, strict: bool = False):
             raise ProgramError.at(missing[0][1], f"%{missing[0][0]} is not defined" + (
                 f" (and {len(missing) - 1} more undefined names)" if len(missing) > 1 else ""))
     with bulk():
-        return _program(program)
+        msg = _program(program)
+    if strict:
+        _check_readable(msg)
+    return msg
+
+
+def _check_readable(msg) -> None:
+    """What protobuf cannot read back (nested past its 100 message levels), Core ML cannot load."""
+    from google.protobuf.message import DecodeError
+    try:
+        schema.Program.FromString(msg.SerializeToString())
+    except DecodeError:
+        raise ProgramError("the program is nested deeper than protobuf reads (100 message levels, "
+                           "about 45 nested blocks)") from None
 
 
 def _program(program):

@@ -56,12 +56,21 @@ def unquote(token: str) -> str:
     def one(m: re.Match) -> str:
         e = m.group(1)
         if len(e) > 1:
-            return chr(int(e[1:], 16))
+            code = int(e[1:], 16)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise _escape_error(f"\\{e} is not a unicode character", m.start() + 1)
+            return chr(code)
         if e in _ESCAPED:
             return _ESCAPED[e]
-        raise ValueError(f"unknown escape \\{e} in a string (write \\\\ for a backslash)")
+        raise _escape_error(f"unknown escape \\{e} in a string (write \\\\ for a backslash)", m.start() + 1)
 
     return _UNESCAPE.sub(one, body)
+
+
+def _escape_error(message: str, offset: int) -> ValueError:
+    e = ValueError(message)
+    e.offset = offset  # where the backslash stands in the quoted token
+    return e
 
 
 def name(s: str) -> str:

@@ -56,10 +56,10 @@ class Ref(str):
 class NumLit:
     """A (nested) list of plain numbers read in one go: its elements as a flat numpy array
     (int64 when every element is an integer, float64 otherwise), and the shape of its nesting."""
-    __slots__ = ("array", "shape", "kind", "pos")
+    __slots__ = ("array", "shape", "kind", "pos", "token")
 
     def __init__(self, array: np.ndarray, shape: tuple, kind: str, pos=None):
-        self.array, self.shape, self.kind, self.pos = array, shape, kind, pos
+        self.array, self.shape, self.kind, self.pos, self.token = array, shape, kind, pos, None
 
     def as_list_literal(self) -> "ListLit":
         """The same literal as nested ListLits, for places that take elements one by one."""
@@ -87,7 +87,7 @@ def _flatten(lit, depth: int = 0) -> tuple[list, tuple]:
         lit = lit.as_list_literal()
     if not isinstance(lit, ListLit):
         return [lit], ()
-    if depth > MAX_LITERAL_DEPTH:
+    if depth >= MAX_LITERAL_DEPTH:
         raise LiteralError(f"list literal nested deeper than {MAX_LITERAL_DEPTH} levels")
     if not lit:
         return [], (0,)
@@ -125,7 +125,7 @@ def _kind(scalars: list) -> str:
         elif t is str:
             kinds.add("string")
         else:
-            raise LiteralError(f"not a tensor element: {s!r}")
+            raise LiteralError(f"not a tensor element: {_shown(s)}")
     if not kinds:
         return "float"
     if kinds <= {"int", "float"}:
@@ -139,8 +139,8 @@ def _kind(scalars: list) -> str:
 
 def _floats(scalars: list, dt) -> np.ndarray:
     for s in scalars:
-        if type(s) is str or type(s) is bool:
-            raise LiteralError(f"{dt.name} elements must be numbers, not {s!r}")
+        if type(s) not in (float, int, NanBits):
+            raise LiteralError(f"{dt.name} elements must be numbers, not {_shown(s)}")
     values = np.array([float(s) for s in scalars], dtype=np.float64)
     with np.errstate(over="ignore"):
         narrow = values.astype(dt.numpy)
@@ -156,12 +156,16 @@ def _floats(scalars: list, dt) -> np.ndarray:
     return packing.bits_to_float(dt, bits)
 
 
+def _shown(s) -> str:
+    return str(s) if isinstance(s, str) and type(s) is not str else repr(s)
+
+
 def _ints(scalars: list, low: int, high: int, what: str) -> np.ndarray:
     for s in scalars:
         if type(s) is not int:
             if type(s) is float and s.is_integer():
                 continue
-            raise LiteralError(f"{what} elements must be integers, not {s!r}")
+            raise LiteralError(f"{what} elements must be integers, not {_shown(s)}")
         if not low <= s <= high:
             raise LiteralError(f"{s} does not fit in {what} ({low} to {high})")
     return np.array([int(s) for s in scalars], dtype=np.int64 if low < 0 or high < 2**63 else np.uint64)
@@ -205,8 +209,10 @@ def array_elements(dt, lit: NumLit) -> np.ndarray:
                 raise LiteralError(f"{dt.name} elements must be integers")
         low, high = _int_range(dt)
         if a.size and (a.min() < low or a.max() > high):
-            bad = a[(a < low) | (a > high)][0]
-            raise LiteralError(f"{bad:.0f} does not fit in {dt.name} ({low} to {high})")
+            index = int(np.flatnonzero((a < low) | (a > high))[0])
+            error = LiteralError(f"{a[index]:.0f} does not fit in {dt.name} ({low} to {high})")
+            error.index = index
+            raise error
         return a.astype(dt.numpy)
     return elements(dt, a.tolist())
 

@@ -50,11 +50,18 @@ def describe_expected(names) -> str:
     return "expected " + (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1])
 
 
+# How a token is named when it is the unexpected one: "unexpected name 'relu'".
+_NOUNS = {"VAR": "name", "NAME": "name", "STRING": "string", "SIGNED_INT": "number", "FLOAT": "number", "SPECIAL_FLOAT": "number",
+          "NAN_BITS": "number", "NUMBERS": "list", "DTYPE": "dtype", "TENSOR_TYPE": "type",
+          "SIMPLE_OP": "op", "B64": "b64 data", "STORAGE": "storage kind"}
+
+
 def describe_token(tok) -> str:
-    kind = _TERMINALS.get(tok.type)
     text = str(tok)
     if len(text) > 40:
         text = text[:37] + "..."
-    if kind and kind.startswith("'"):
-        return kind
-    return f"{kind or 'text'} {text!r}" if kind and not kind.startswith("'") else repr(text)
+    word = _TERMINALS.get(tok.type, "")
+    if word.startswith("'"):
+        return word
+    noun = _NOUNS.get(tok.type)
+    return f"{noun} {text!r}" if noun else repr(text)

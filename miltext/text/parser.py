@@ -28,6 +28,7 @@ from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, Lis
 from .messages import describe_expected, describe_token
 
 MAX_BLOCK_DEPTH = 256  # nested blocks; documented in docs/syntax.md
+MAX_TYPE_DEPTH = 64    # nested List/Tuple/Dict/State types
 
 
 class _Failure(Exception):
@@ -41,6 +42,15 @@ class _Failure(Exception):
 def _pos(tok) -> tuple | None:
     line = getattr(tok, "line", None)
     return (line, tok.column) if line is not None else None
+
+
+def _offset_pos(tok, offset: int) -> tuple:
+    """The place of character `offset` of a token that may span lines."""
+    before = tok[:offset]
+    newlines = before.count("\n")
+    if not newlines:
+        return (tok.line, tok.column + offset)
+    return (tok.line + newlines, offset - before.rindex("\n"))
 
 
 class _Name(str):
@@ -62,6 +72,7 @@ class _Bindings(list):
 
 class _Symbol(str):
     """A bare name inside parentheses: a symbolic dim such as is0 (or numpy's np.True_)."""
+    pos = None
 
 
 class _Item:
@@ -102,6 +113,7 @@ class _Builder(Transformer):
         super().__init__()
         self.raw_strings = raw_strings
         self.current = None  # the token the lexer handed over last (a fallback place for errors)
+        self.type_depth: dict = {}  # id(composite type) -> how deep it nests, during one parse
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
@@ -113,13 +125,16 @@ class _Builder(Transformer):
         try:
             return lexemes.unquote(tok)
         except ValueError as e:
-            self._fail(str(e), _pos(tok))
+            offset = getattr(e, "offset", 0)
+            self._fail(str(e), (tok.line, tok.column + offset) if offset else _pos(tok))
 
     def _value(self, lit, pos=None) -> Value:
         try:
             return default_value(lit)
         except LiteralError as e:
-            self._fail(str(e), getattr(lit, "pos", None) or pos)
+            self._fail(str(e), _element_pos(lit, e) or getattr(lit, "pos", None) or pos)
+        except RecursionError:
+            self._fail("this value is nested too deeply", getattr(lit, "pos", None) or pos)
 
     # ---- program structure ----
     def start(self, items):
@@ -195,7 +210,7 @@ class _Builder(Transformer):
                     self._fail("only a function's blocks are marked with an opset", _pos(item.label))
                 ops[-1].blocks.append(item.block)
             elif isinstance(item, Token):
-                outputs.append(lexemes.var_name(item) if not self.raw_strings else item[1:])
+                outputs.append(self._var_name(item))
         return _BlockNode(Block(inputs, outputs, ops, attrs, loc=_pos(label)), key, label)
 
     def operation(self, items):
@@ -256,10 +271,17 @@ class _Builder(Transformer):
             return text == "True"
         return lexemes.parse_float(text) if _FLOAT_MARK.search(text) else lexemes.parse_int(text)
 
+    def _var_name(self, tok) -> str:
+        if self.raw_strings:
+            return tok[1:]
+        try:
+            return lexemes.var_name(tok)
+        except ValueError as e:  # the escape's offset is in the quoted part, after the %
+            self._fail(str(e), (tok.line, tok.column + 1 + getattr(e, "offset", 0)))
+
     def var_decl(self, items):
         tok, vtype = items
-        name = tok[1:] if self.raw_strings else lexemes.var_name(tok)
-        return Var(name, _absent_to_none(vtype), loc=_pos(tok))
+        return Var(self._var_name(tok), _absent_to_none(vtype), loc=_pos(tok))
 
     def argument(self, items):
         key, v = items
@@ -294,9 +316,7 @@ class _Builder(Transformer):
         return ("input", name, [var[1:] if self.raw_strings else lexemes.var_name(var)])
 
     def ref(self, items):
-        tok = items[0]
-        r = Ref(tok[1:] if self.raw_strings else lexemes.var_name(tok))
-        return r
+        return Ref(self._var_name(items[0]))
 
     def bindings(self, items):
         return _Bindings(items[0])
@@ -355,7 +375,11 @@ class _Builder(Transformer):
         return self._with_suffixes(self._simple_type(items[0]), items[1:], _pos(items[0]))
 
     def _simple_type(self, tok) -> TensorType:
-        *dims, dtype = tok[1:-1].replace(" ", "").split(",")
+        *dims, dtype = _WHITESPACE.sub("", tok[1:-1]).split(",")
+        if "-" in tok:
+            at = tok.index("-")
+            size = re.match(r"-[0-9]+", tok[at:]).group()
+            self._fail(f"a dimension cannot be negative ({size})", _offset_pos(tok, at))
         shape = tuple(int(d) if d[0].isdigit() else _DIM_WORDS[d] for d in dims)
         return TensorType(dtypes.by_name(dtype).name, shape)
 
@@ -372,6 +396,9 @@ class _Builder(Transformer):
         rank = None
         if items and isinstance(items[-1], _Item) and items[-1].kind == "rank":
             rank = items.pop().value
+        if items and isinstance(items[-1], _Symbol):
+            self._fail(f"unknown dtype {items[-1]} (dtypes are {', '.join(dtypes.NAMES[1:])})",
+                       getattr(items[-1], "pos", None) or pos)
         if not items or not (isinstance(items[-1], _Item) and items[-1].kind == "dtype"):
             self._fail("expected a type such as (2, 4, fp32): the dtype comes last", pos)
         dtype = items.pop().value
@@ -402,9 +429,17 @@ class _Builder(Transformer):
     def marker(self, items):
         return "marker"
 
+    def _nested(self, t, parts):
+        """A composite type, refused past MAX_TYPE_DEPTH levels (printing recurses on types)."""
+        depth = 1 + max((self.type_depth.get(id(p), 0) for p in parts), default=0)
+        if depth > MAX_TYPE_DEPTH:
+            self._fail(f"types are nested more than {MAX_TYPE_DEPTH} deep")
+        self.type_depth[id(t)] = depth
+        return t
+
     def list_type(self, items):
         length, element = items[0]
-        return ListType(_absent_to_none(element), length)
+        return self._nested(ListType(_absent_to_none(element), length), [element])
 
     def list_args(self, items):
         if len(items) == 2:
@@ -416,13 +451,13 @@ class _Builder(Transformer):
         return "list"
 
     def tuple_type(self, items):
-        return TupleType([_absent_to_none(t) for t in items if t is not None])
+        return self._nested(TupleType([_absent_to_none(t) for t in items if t is not None]), items)
 
     def dict_type(self, items):
-        return DictType(_absent_to_none(items[0]), _absent_to_none(items[1]))
+        return self._nested(DictType(_absent_to_none(items[0]), _absent_to_none(items[1])), items[:2])
 
     def state_type(self, items):
-        return StateType(_absent_to_none(items[0]))
+        return self._nested(StateType(_absent_to_none(items[0])), items[:1])
 
     def unknown_type(self, items):
         return UnknownType()
@@ -484,7 +519,7 @@ class _Builder(Transformer):
             return typed_value(vtype, data.item, data.doc) if data.item is not None \
                 else Value(vtype, None, data.doc)
         except LiteralError as e:
-            self._fail(str(e), getattr(data.item, "pos", None) or pos)
+            self._fail(str(e), _element_pos(data.item, e) or getattr(data.item, "pos", None) or pos)
 
     def dtype_value(self, items):
         tok, data = items
@@ -630,7 +665,9 @@ class _Builder(Transformer):
         tok = items[0]
         if str(tok) in _NUMPY_BOOLS:
             return _NUMPY_BOOLS[str(tok)]
-        return _Symbol(tok)
+        symbol = _Symbol(tok)
+        symbol.pos = _pos(tok)
+        return symbol
 
     def object_repr(self, items):
         tok = items[0]
@@ -646,6 +683,17 @@ _SIMPLE_HEAD = re.compile(r"%([A-Za-z0-9_.@/]+):[ \t]*(\([^)]*\))[ \t]*=[ \t]*([
 _SIMPLE_ARG = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=(%[A-Za-z0-9_.@/]+|'
                          r'\[[ \t0-9.eE+\-,\[\]naif]*\](?=,[ \t]*[A-Za-z_][A-Za-z0-9_.]*=|$)|'
                          r'"[^"\\\n]*"|[^,]+)(?:,[ \t]*|$)')
+
+
+def _element_pos(lit, error: LiteralError) -> tuple | None:
+    """Where the element an error names stands in a number list, when the list says."""
+    index = getattr(error, "index", None)
+    if index is None or not isinstance(lit, NumLit) or lit.token is None:
+        return None
+    for i, m in enumerate(_NUMBER.finditer(lit.token)):
+        if i == index:
+            return _offset_pos(lit.token, m.start())
+    return None
 
 
 def read_numbers(text: str, pos) -> NumLit:
@@ -672,7 +720,9 @@ def read_numbers(text: str, pos) -> NumLit:
         except OverflowError:
             array = np.array(values, dtype=object)
         kind = "int"
-    return NumLit(array, shape, kind, pos)
+    lit = NumLit(array, shape, kind, pos)
+    lit.token = text if isinstance(text, Token) else None
+    return lit
 
 
 def _nesting_shape(skeleton: str) -> tuple | None:
@@ -771,12 +821,15 @@ class _Parser:
             except _Failure as e:
                 if e.pos is not None:
                     raise
+            finally:
+                self.builder.type_depth.clear()
             self.tracker.tracking = True
             try:
                 return self.lark.parse(text)
             finally:
                 self.tracker.tracking = False
                 self.builder.current = None
+                self.builder.type_depth.clear()
 
 
 def _cache_path(raw: bool):
@@ -807,8 +860,14 @@ _COREMLTOOLS_PRINT = re.compile(r"\)[*^]?\((Tensor|Scalar|List)\)")
 MAX_ERRORS = 20
 
 
+_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
 def looks_like_coremltools_print(text: str) -> bool:
-    return _COREMLTOOLS_PRINT.search(text) is not None
+    """coremltools marks every var type with (Tensor), (Scalar) or (List); canonical text never
+    does, outside its strings."""
+    found = _COREMLTOOLS_PRINT.search(text)
+    return found is not None and _COREMLTOOLS_PRINT.search(_QUOTED.sub('""', text)) is not None
 
 
 def parse(text: str, filename: str | None = None) -> Program:
@@ -833,9 +892,7 @@ def parse(text: str, filename: str | None = None) -> Program:
         break
     errors.sort()
     line, column, message = errors[0]
-    lines = text.splitlines()
-    source = lines[line - 1] if 0 < line <= len(lines) else None
-    raise ParseError(message, line, column, filename, source, errors)
+    raise ParseError(message, line, column, filename, source_line(text, line), errors, text)
 
 
 class _LocatedError(Exception):
@@ -857,18 +914,30 @@ def _parse_once(text: str, raw: bool) -> Program:
         raise _LocatedError(1, 1, "the text is nested too deeply to parse") from None
 
 
+def source_line(text: str, line: int) -> str | None:
+    """Line `line` (1-based) as the parser counts lines: at \\n only."""
+    lines = text.split("\n")
+    return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else None
+
+
+def _end_of(text: str) -> tuple[int, int]:
+    """Just past the last character that is not white space: where the text stops short."""
+    lines = text.rstrip().split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
 def _lark_error(e: UnexpectedInput, text: str) -> tuple[int, int, str]:
     if isinstance(e, UnexpectedToken) and e.token.type == "$END":
-        lines = text.splitlines() or [""]
-        return len(lines), len(lines[-1]) + 1, f"unexpected end of text: {describe_expected(e.expected)}"
+        return (*_end_of(text), f"unexpected end of text: {describe_expected(e.expected)}")
     if isinstance(e, UnexpectedToken):
         return e.line, e.column, f"unexpected {describe_token(e.token)}: {describe_expected(e.expected)}"
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
+        if char in "\"'":
+            return e.line, e.column, "unterminated string: a string ends with its quote on the same line"
         return e.line, e.column, f"unexpected character {char!r}: {describe_expected(e.allowed)}"
     if isinstance(e, UnexpectedEOF):
-        lines = text.splitlines() or [""]
-        return len(lines), len(lines[-1]) + 1, f"unexpected end of text: {describe_expected(e.expected)}"
+        return (*_end_of(text), f"unexpected end of text: {describe_expected(e.expected)}")
     return getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, str(e)
 
 
@@ -886,13 +955,16 @@ def _blank_line(text: str, line: int) -> str | None:
 
 
 def _check_depth(program: Program, filename, text) -> None:
+    too_deep = []
     stack = [(b, 1) for fn in program.functions.values() for b in fn.blocks.values()]
     while stack:
         block, depth = stack.pop()
         if depth > MAX_BLOCK_DEPTH:
-            line, column = block.loc or (1, 1)
-            lines = text.splitlines()
-            raise ParseError(f"blocks are nested more than {MAX_BLOCK_DEPTH} deep", line, column,
-                             filename, lines[line - 1] if 0 < line <= len(lines) else None)
+            too_deep.append(block.loc or (1, 1))
+            continue
         for op in block.operations:
             stack.extend((b, depth + 1) for b in op.blocks)
+    if too_deep:
+        line, column = min(too_deep)
+        raise ParseError(f"blocks are nested more than {MAX_BLOCK_DEPTH} deep", line, column,
+                         filename, source_line(text, line))

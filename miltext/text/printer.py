@@ -208,7 +208,7 @@ def _short_form(v: Value, bare: bool) -> str | None:
         if not dt.kind in ("float", "int", "uint", "bool", "string"):
             return None
         count = count_of(t)
-        if count > INLINE_LIMIT:
+        if count > INLINE_LIMIT and dt.kind != "string":
             return None
         text = _tensor_literal(dt, v.data, count, shape) if dt.storage == v.data.field else None
         if text is None:
@@ -233,11 +233,16 @@ def _bare_dict(t: DictType, data: DictData) -> str | None:
     for key, val in data.items:
         if key is None or val is None or key.doc or val.doc or key.type != t.key or val.type != t.value:
             return None
-        k, v = data_text(t.key, key.data), data_text(t.value, val.data)
-        if k is None or v is None:
+        # Read back with no context, each side must come out of its own literal as this type.
+        k, v = _short_form(key, bare=True), _short_form(val, bare=True)
+        if k is None or v is None or not _is_bare(k) or not _is_bare(v):
             return None
         parts.append(f"{k}: {v}")
     return "{" + ", ".join(parts) + "}"
+
+
+def _is_bare(text: str) -> bool:
+    return not text[:1].isalpha() or text in ("True", "False", "nan", "inf")
 
 
 def _full_form(v: Value) -> str:
