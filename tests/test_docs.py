@@ -1,4 +1,4 @@
-"""Every example in docs/syntax.md is real.
+"""Every example in docs/syntax.md (and the README's tour) is real.
 
 - Every ```mil block parses, and is canonical (dumps(loads(block)) == block) unless the line
   before it (blank lines aside) is `<!-- not canonical -->`; a block so marked must really
@@ -13,16 +13,18 @@ import pytest
 
 import miltext
 
-DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "syntax.md")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, "docs", "syntax.md")
+README = os.path.join(ROOT, "README.md")
 
 _FENCE = re.compile(r"^```([A-Za-z0-9_-]*)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _MARK = re.compile(r"<!--[ \t]*([^\n]*?)[ \t]*-->\s*\Z")
 
 
-def _blocks():
+def _blocks(path=DOC):
     """(line, language, body, mark) for each fenced block; mark is the HTML comment right
     before the fence (blank lines aside), or ''."""
-    with open(DOC, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     out = []
     for m in _FENCE.finditer(text):
@@ -36,6 +38,12 @@ def _blocks():
 BLOCKS = _blocks()
 MIL = [b for b in BLOCKS if b[1] == "mil"]
 ERRORS = [(i, b) for i, b in enumerate(BLOCKS) if b[3].startswith("error example:")]
+
+
+@pytest.mark.parametrize("line,lang,body,mark", [b for b in _blocks(README) if b[1] == "mil"],
+                         ids=lambda b: str(b) if isinstance(b, int) else None)
+def test_readme_tour_is_canonical(line, lang, body, mark):
+    assert miltext.dumps(miltext.loads(body)) == body
 
 
 def test_the_doc_has_examples():

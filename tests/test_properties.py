@@ -6,7 +6,7 @@ import miltext
 from strategies import programs, value_strategy
 from miltext.ir import Function, Block, Operation, Program, Var, TensorType
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def proto_bytes(program):
