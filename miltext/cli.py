@@ -6,6 +6,7 @@ traceback), 2 for a wrong command line.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import __version__
@@ -77,6 +78,12 @@ def main(argv=None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a bug of miltext's: say so in one line, keep the traceback for debugging
+        if os.environ.get("MILTEXT_DEBUG"):
+            raise
+        print(f"miltext: internal error: {type(e).__name__}: {e} "
+              "(please report it; set MILTEXT_DEBUG=1 to see where)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
