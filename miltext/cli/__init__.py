@@ -1,0 +1,72 @@
+"""The `miltext` command. Each subcommand is a module of this package with two functions:
+`add_arguments(parser)` and `run(args) -> int`; COMMANDS lists them in help order.
+
+Exit status: 0 on success, 1 when the input is at fault (the message on stderr, never a
+traceback), 2 for a wrong command line.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from .. import __version__
+from ..errors import ParseError, ProgramError
+from ..sources import InputError
+
+# (name, module, one-line help)
+COMMANDS = [
+    ("print", "print_cmd", "show a program as canonical MIL text"),
+    ("build", "build_cmd", "write a .mil program as a serialized MIL Program"),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="miltext", description="Core ML's MIL as source text.")
+    ap.add_argument("--version", action="version", version=f"miltext {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module_name, help_text in COMMANDS:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        p = sub.add_parser(name, help=help_text, description=module.__doc__.split("\n\n")[0])
+        module.add_arguments(p)
+        p.set_defaults(run=module.run)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except ParseError as e:
+        print(e.render_all(), file=sys.stderr)
+        return 1
+    except (InputError, ProgramError) as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"miltext: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug of miltext's: say so in one line, keep the traceback for debugging
+        if os.environ.get("MILTEXT_DEBUG"):
+            raise
+        print(f"miltext: internal error: {type(e).__name__}: {e} "
+              "(please report it; set MILTEXT_DEBUG=1 to see where)", file=sys.stderr)
+        return 1
+
+
+def write_stdout(text: str) -> None:
+    """Text to stdout; a reader that stops early (`miltext print x | head`) is no error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
