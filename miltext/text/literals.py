@@ -269,6 +269,11 @@ def count_of(t: TensorType) -> int | None:
 _SCALAR_DTYPES = {str: "string", float: "fp32", bool: "bool"}
 
 
+def string_value(text: str) -> Value:
+    """A string scalar, such as every op's name."""
+    return Value(TensorType("string"), TensorData("strings", [text]))
+
+
 def default_value(lit) -> Value:
     """A literal where no type is written or implied: typed the way coremltools types it."""
     if isinstance(lit, Value):
@@ -276,7 +281,7 @@ def default_value(lit) -> Value:
     kind = _SCALAR_DTYPES.get(type(lit))
     if kind is not None:  # the common scalars, without the general machinery
         if kind == "string":
-            return Value(TensorType(kind), TensorData("strings", [lit]))
+            return string_value(lit)
         dt = dtypes.BY_NAME[kind]
         return Value(TensorType(kind), TensorData(dt.storage, np.array([lit], dtype=FIELD_NUMPY[dt.storage])))
     if lit is ELIDED:

@@ -24,7 +24,7 @@ from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType
 from ..ir.types import MISSING
 from . import lexemes
 from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
-                       NumLit, Ref, default_value, prepared, storage_escape, typed_value)
+                       NumLit, Ref, default_value, prepared, storage_escape, string_value, typed_value)
 from .messages import describe_expected, describe_token
 
 MAX_BLOCK_DEPTH = 256  # nested blocks; documented in docs/syntax.md
@@ -114,6 +114,7 @@ class _Builder(Transformer):
         self.raw_strings = raw_strings
         self.current = None  # the token the lexer handed over last (a fallback place for errors)
         self.type_depth: dict = {}  # id(composite type) -> how deep it nests, during one parse
+        self.simple_types: dict = {}  # TENSOR_TYPE text -> (dtype, shape): types repeat
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
@@ -240,21 +241,32 @@ class _Builder(Transformer):
         return op
 
     def simple_op(self, items):
-        """A SIMPLE_OP token: split it, then build the op as the long way would."""
+        """A SIMPLE_OP token: its parts split by regex and read with the long way's rules
+        (argument, _value); built directly, since this is the line most programs are made of."""
         tok = items[0]
         text, line, column = str(tok), tok.line, tok.column
         head = _SIMPLE_HEAD.match(text)
-        out = Var(head.group(1), self._simple_type(head.group(2)), loc=(line, column))
-        optype = _Name(head.group(3))
-        optype.line, optype.column = line, column + head.start(3)
-        parts: list = [out, optype]
-        args = text[head.end():-1]
-        base = column + head.end()
-        for m in _SIMPLE_ARG.finditer(args):
-            key = _Name(m.group(1))
-            key.line, key.column = line, base + m.start()
-            parts.append(self.argument([key, self._simple_value(m.group(2), (line, base + m.start(2)))]))
-        return self.operation(parts)
+        loc = (line, column)
+        op = Operation(type=head.group(3), outputs=[Var(head.group(1), self._simple_type(head.group(2)), loc=loc)],
+                       loc=loc)
+        inputs, attributes = op.inputs, op.attributes
+        base = column  # the token is one line: a part's column is base + its offset
+        for m in _SIMPLE_ARG.finditer(text, head.end(), len(text) - 1):
+            key, raw = m.group(1), m.group(2)
+            if raw[0] == "%" and key not in inputs:
+                inputs[key] = [raw[1:]]
+                continue
+            if key == "name" and raw[0] == '"' and key not in attributes:
+                attributes[key] = string_value(raw[1:-1])
+                continue
+            name = _Name(key)
+            name.line, name.column = line, base + m.start()
+            kind, key, payload = self.argument([name, self._simple_value(raw, (line, base + m.start(2)))])
+            target = inputs if kind == "input" else attributes
+            if key in target:
+                self._fail(f"{'input' if kind == 'input' else 'attribute'} {key!r} is given twice", _pos(name))
+            target[str(key)] = payload
+        return op
 
     def _simple_value(self, text: str, pos):
         first = text[0]
@@ -375,13 +387,17 @@ class _Builder(Transformer):
         return self._with_suffixes(self._simple_type(items[0]), items[1:], _pos(items[0]))
 
     def _simple_type(self, tok) -> TensorType:
+        known = self.simple_types.get(tok)
+        if known is not None:
+            return TensorType(*known)
         *dims, dtype = _WHITESPACE.sub("", tok[1:-1]).split(",")
         if "-" in tok:
             at = tok.index("-")
             size = re.match(r"-[0-9]+", tok[at:]).group()
             self._fail(f"a dimension cannot be negative ({size})", _offset_pos(tok, at))
         shape = tuple(int(d) if d[0].isdigit() else _DIM_WORDS[d] for d in dims)
-        return TensorType(dtypes.by_name(dtype).name, shape)
+        self.simple_types[str(tok)] = known = (dtypes.by_name(dtype).name, shape)
+        return TensorType(*known)
 
     def simple_typed_value(self, items):
         tok, rest = items[0], items[1:]
@@ -678,6 +694,7 @@ class _Builder(Transformer):
 _NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
 _FLOAT_MARK = re.compile(r"[.eEni]")
 _WHITESPACE = re.compile(r"\s+")
+_FLAT_SEPARATORS = re.compile(r"\s*(,\s*)*")
 # The parts of a SIMPLE_OP token (grammar/mil.lark), which has already matched as a whole.
 _SIMPLE_HEAD = re.compile(r"%([A-Za-z0-9_.@/]+):[ \t]*(\([^)]*\))[ \t]*=[ \t]*([A-Za-z_][A-Za-z0-9_]*)\(")
 _SIMPLE_ARG = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=(%[A-Za-z0-9_.@/]+|'
@@ -703,8 +720,13 @@ def read_numbers(text: str, pos) -> NumLit:
             return ELIDED
         raise LiteralError("malformed number list")
     words = _NUMBER.findall(text)
-    skeleton = _WHITESPACE.sub("", _NUMBER.sub("0", text))
-    shape = _nesting_shape(skeleton)
+    if text.count("[") == 1:  # the common flat list: its shape is its length
+        commas = _NUMBER.sub("", text[1:-1])
+        if not _FLAT_SEPARATORS.fullmatch(commas) or commas.count(",") != max(len(words) - 1, 0):
+            raise LiteralError("malformed number list")
+        shape = (len(words),)
+    else:
+        shape = _nesting_shape(_WHITESPACE.sub("", _NUMBER.sub("0", text)))
     if shape is None:
         raise LiteralError("malformed or ragged number list: every level must hold lists of one length")
     if len(shape) > 64:
@@ -823,6 +845,7 @@ class _Parser:
                     raise
             finally:
                 self.builder.type_depth.clear()
+                self.builder.simple_types.clear()
             self.tracker.tracking = True
             try:
                 return self.lark.parse(text)
