@@ -136,12 +136,14 @@ def format_floats(dtype: DType, bits: np.ndarray) -> list[str]:
         # Decimal -> double -> dtype can round twice; where that lands elsewhere, print the
         # double's repr, which is exact for every narrower float.
         with np.errstate(over="ignore", invalid="ignore"):
-            back = np.array(out).astype(np.float64).astype(values.dtype)
-        wrong = np.flatnonzero((packing.float_bits(dtype, back) != bits) & ~np.isnan(values))
-        for i in wrong.tolist():
-            out[i] = repr(float(values[i]))
-    nan = np.flatnonzero(np.isnan(values))
-    if nan.size:
+            back = np.array(out, dtype=np.float64).astype(values.dtype)
+        wrong = (packing.float_bits(dtype, back) != bits) & ~np.isnan(values)
+        if wrong.any():
+            for i in np.nonzero(wrong)[0].tolist():
+                out[i] = repr(float(values[i]))
+    nan = np.isnan(values)
+    if nan.any():
+        nan = np.nonzero(nan)[0]
         canonical = packing.CANONICAL_NAN_BITS[dtype.name]
         width = bits.dtype.itemsize * 2
         for i in nan.tolist():
