@@ -54,6 +54,16 @@ class TensorType:
     def is_static(self) -> bool:
         return all(type(d) is int for d in self.shape) and self.rank is None
 
+    @property
+    def element_count(self) -> int | None:
+        """How many elements a value of this type holds; None when the shape does not say."""
+        if not self.is_static:
+            return None
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
 
 @dataclass(eq=True)
 class ListType:

@@ -103,10 +103,10 @@ class Value:
         """The tensor's elements decoded to numpy, shaped by the type when the counts agree."""
         if not isinstance(self.type, TensorType) or not isinstance(self.data, TensorData):
             raise TypeError("only an immediate tensor value has an array")
-        flat = decode_tensor(dtypes.by_name(self.type.dtype), self.data, _count(self.type))
+        flat = decode_tensor(dtypes.by_name(self.type.dtype), self.data, self.type.element_count)
         if flat is None:
             raise ValueError("the stored elements do not decode as the declared dtype")
-        if self.type.is_static and flat.size == _count(self.type):
+        if self.type.is_static and flat.size == self.type.element_count:
             return flat.reshape(self.type.shape)
         return flat
 
@@ -127,15 +127,6 @@ def _dtype_of(array: np.ndarray) -> str:
     if kind in "UO":
         return "string"
     raise TypeError(f"no MIL dtype for numpy dtype {array.dtype}")
-
-
-def _count(t: TensorType) -> int | None:
-    if not t.is_static:
-        return None
-    n = 1
-    for d in t.shape:
-        n *= d
-    return n
 
 
 def encode_tensor(dt: dtypes.DType, array: np.ndarray) -> TensorData:

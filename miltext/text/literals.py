@@ -257,15 +257,6 @@ def storage_data(field: str, lit) -> TensorData:
 
 # ---- literals to Values -----------------------------------------------------------------------
 
-def count_of(t: TensorType) -> int | None:
-    if not t.is_static:
-        return None
-    n = 1
-    for d in t.shape:
-        n *= d
-    return n
-
-
 _SCALAR_DTYPES = {str: "string", float: "fp32", bool: "bool"}
 
 
@@ -336,7 +327,7 @@ def interpret(vtype, lit):
     if isinstance(vtype, TensorType):
         if isinstance(lit, (Group, DictLit)):
             raise LiteralError("tensor data is a number, a string, a bool or a list of them")
-        return tensor_data(dtypes.by_name(vtype.dtype), lit, count_of(vtype))
+        return tensor_data(dtypes.by_name(vtype.dtype), lit, vtype.element_count)
     if isinstance(vtype, ListType):
         if isinstance(lit, NumLit):
             lit = lit.as_list_literal()

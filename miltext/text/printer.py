@@ -17,7 +17,6 @@ from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided
                   UnknownType, Value)
 from ..ir.values import DEFAULT_WEIGHT_FILE, decode_tensor
 from . import lexemes
-from .literals import count_of
 
 INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, larger as b64
 INDENT = "  "
@@ -207,7 +206,7 @@ def _short_form(v: Value, bare: bool) -> str | None:
         dt = dtypes.by_name(t.dtype)
         if not dt.kind in ("float", "int", "uint", "bool", "string"):
             return None
-        count = count_of(t)
+        count = t.element_count
         if count > INLINE_LIMIT and dt.kind != "string":
             return None
         text = _tensor_literal(dt, v.data, count, shape) if dt.storage == v.data.field else None
@@ -267,7 +266,7 @@ def data_text(t, data) -> str | None:
         dt = dtypes.by_name(t.dtype)
         if dt.storage != data.field or not dt.storage:
             return None
-        count = count_of(t)
+        count = t.element_count
         shape = t.shape if count is not None else None
         return _tensor_literal(dt, data, count, shape, allow_b64=True)
     if isinstance(t, ListType) and isinstance(data, ListData):
