@@ -5,13 +5,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    := build/demo
+NODE_TEST  := editors/vscode/test
+NODE_STAMP := $(NODE_TEST)/node_modules/.installed
 
-.PHONY: demo test bench conformance clean
+.PHONY: demo test bench conformance clean have-vim
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,coremltools]'
+	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments]'
 	touch $(STAMP)
 
 # Print an example model as canonical text, build it into a MIL proto and print that back:
@@ -25,14 +27,28 @@ demo: $(STAMP)
 	@$(BIN)/miltext print $(OUT)/control_flow.pb | diff -u examples/control_flow.mil - \
 		&& echo "== round trip text -> proto -> text: identical"
 
-test: $(STAMP)
+# The editor tests run the VS Code grammar with vscode-textmate and vscode-oniguruma from npm,
+# and the Vim syntax in Debian's vim (installed here when missing and we are root).
+$(NODE_STAMP): $(NODE_TEST)/package-lock.json
+	npm ci --prefix $(NODE_TEST) --no-audit --no-fund --loglevel=error
+	touch $@
+
+have-vim:
+	@command -v vim >/dev/null || if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq vim >/dev/null; \
+	else \
+		echo "vim is missing: install it (sudo apt-get install vim) and run make test again" >&2; exit 1; \
+	fi
+
+test: $(STAMP) $(NODE_STAMP) have-vim
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/model_files.py
 
 conformance: $(STAMP)
 	$(BIN)/python ../shared/conformance/check.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .hypothesis $(NODE_TEST)/node_modules

@@ -7,7 +7,8 @@ __version__ = "0.1.0"
 
 
 def loads(text: str, filename: str | None = None) -> "Program":
-    """Parse MIL text (miltext's canonical form or coremltools' print) into a Program."""
+    """Parse MIL text (miltext's canonical form, coremltools' print, or the model.mil text of
+    Apple's compiler, each known by its look) into a Program."""
     from .text.parser import parse
     return parse(text, filename)
 
@@ -18,19 +19,31 @@ def load(path) -> "Program":
         return loads(f.read(), str(path))
 
 
-def dumps(program: "Program") -> str:
-    """The canonical MIL text of a program."""
-    from .text.printer import print_program
+def dumps(program: "Program", dialect: str = "mil") -> str:
+    """The canonical MIL text of a program; with dialect="modelmil", the model.mil text Apple's
+    compiler writes (ProgramError for what that dialect cannot express)."""
+    from .text.dialects import printer
+    print_text = printer(dialect)
     try:
-        return print_program(program)
+        return print_text(program)
     except RecursionError:
         raise ProgramError("the program is nested too deeply to print") from None
 
 
-def dump(program: "Program", path) -> None:
-    """Write the canonical text of a program to `path` (atomically: all or nothing)."""
+def dump(program: "Program", path, dialect: str = "mil") -> None:
+    """Write the text of a program (see dumps) to `path` (atomically: all or nothing)."""
     from .files import write_atomic
-    write_atomic(path, dumps(program).encode("utf-8"))
+    write_atomic(path, dumps(program, dialect).encode("utf-8"))
 
 
-__all__ = ["loads", "load", "dumps", "dump", "ParseError", "ProgramError", *_ir_all]
+def check(program: "Program", *, filename: str | None = None, source: str | None = None,
+          weights: str | None = None) -> list:
+    """What is wrong in a program that parses, as a list of `Diagnostic`s in source order (see
+    docs/check.md). `filename` names the file in them; `source`, the text the program was parsed
+    from, puts each caret under the very input at fault; `weights` (a weights folder, an
+    .mlpackage or a weight.bin) lets blob offsets be checked."""
+    from .checker import check as check_program
+    return check_program(program, filename=filename, source=source, weights=weights)
+
+
+__all__ = ["loads", "load", "dumps", "dump", "check", "ParseError", "ProgramError", *_ir_all]

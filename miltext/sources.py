@@ -10,14 +10,28 @@ from .ir import Program
 
 TEXT_SUFFIXES = (".mil", ".txt")
 PROTO_SUFFIXES = (".pb", ".binpb")
+COMPILED_TEXT = "model.mil"
 
 
 class InputError(ValueError):
     """A file that cannot be read as a program; the message names the file and why."""
 
 
-def read_program(path: str) -> Program:
-    """The program in `path`, by its suffix (or its content when the suffix says nothing)."""
+def program_file(path: str) -> str:
+    """The file that holds the program `path` names: for a folder (a compiled model
+    NAME.mlmodelc, whose program Core ML's compiler writes as model.mil), its model.mil."""
+    if not os.path.isdir(path):
+        return path
+    inner = os.path.join(path, COMPILED_TEXT)
+    if not os.path.isfile(inner):
+        raise InputError(f"{path}: a folder without {COMPILED_TEXT} (a compiled model, NAME.mlmodelc, has one)")
+    return inner
+
+
+def read_program(path: str, *, with_model: bool = False):
+    """The program in `path`, by its suffix (or its content when the suffix says nothing).
+    With `with_model`, (the text's model section or None, the program)."""
+    path = program_file(path)
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -25,13 +39,14 @@ def read_program(path: str) -> Program:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     kind = _kind(path, data)
     if kind == "proto":
-        return program_from_bytes(path, data)
+        program = program_from_bytes(path, data)
+        return (None, program) if with_model else program
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start}) and not a MIL proto") from None
     from .text.parser import parse
-    return parse(text, path)
+    return parse(text, path, with_model=with_model)
 
 
 def program_from_bytes(path: str, data: bytes) -> Program:
@@ -62,4 +77,4 @@ def _kind(path: str, data: bytes) -> str:
         return "proto"
 
 
-__all__ = ["read_program", "program_from_bytes", "InputError", "ParseError"]
+__all__ = ["read_program", "program_file", "program_from_bytes", "InputError", "ParseError"]

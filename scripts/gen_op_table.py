@@ -33,6 +33,14 @@ Top level keys:
   (the proto ops the serializer writes instead).
 * ``ops_count``: opset -> number of serializable op types available.
 
+Ops the proto has that the registry lacks: ``write_state`` exists only in the
+serializer (``load.py`` lowers ``coreml_update_state(state, value)`` to
+``write_state(input=state, data=value)`` and a ``read_state``).  Its entry is
+derived from ``coreml_update_state``'s registry entry with the inputs renamed,
+available where ``read_state`` is, and carries ``"lowered_from"``.  Its inputs
+are listed in name order: load.py builds them in a dict, and name order is how
+miltext printed them before the table knew the op, so canonical text stays put.
+
 Opset resolution: an opset's op types are whatever coremltools' own resolver
 (``ops.helper._get_version_of_op``, the function ``mb.<op>`` uses) picks for
 that target.  Targets newer than the registry's newest opset inherit the
@@ -121,6 +129,12 @@ KIND_OVERRIDES = {"ListOrTensorOrDictInputType": "list_or_tensor"}
 
 # Dialect ops that load.py decomposes into proto ops while serializing.
 SERIALIZER_LOWERINGS = {"coreml_update_state": ("write_state", "read_state")}
+
+# Proto ops with no registry entry: op -> (dialect op it comes from, its input renames, the
+# registered op whose opsets it shares).
+PROTO_ONLY_OPS = {
+    "write_state": ("coreml_update_state", {"state": "input", "value": "data"}, "read_state"),
+}
 
 # Op classes that, per load.py, write every parameter as an attribute.
 ATTRIBUTE_STYLE_OPS = ("const",)
@@ -447,6 +461,21 @@ def lowered_op_entry(op_type, lowered_to, table):
     return [variant]
 
 
+def proto_only_entry(source_op, renames, like_op, table):
+    """Variant list for a proto op the registry lacks, from the dialect op it is lowered from."""
+    inputs = [dict(spec, name=renames[spec["name"]])
+              for spec in describe_inputs(SSAOpRegistry.dialect_ops[source_op])]
+    like = table[like_op][0]
+    variant = {
+        "opsets": list(like["opsets"]),
+        "defined_in": like["defined_in"],
+        "inputs": sorted(inputs, key=lambda spec: spec["name"]),
+        "attribute_params": False,
+        "lowered_from": source_op,
+    }
+    return [variant]
+
+
 def _opset_number(opset_name):
     return int(re.sub(r"\D", "", opset_name))
 
@@ -481,6 +510,9 @@ def build_table():
     for op_type, lowered_to in SERIALIZER_LOWERINGS.items():
         if op_type in SSAOpRegistry.dialect_ops:
             table[op_type] = lowered_op_entry(op_type, lowered_to, table)
+    for op_type, (source_op, renames, like_op) in PROTO_ONLY_OPS.items():
+        if source_op in SSAOpRegistry.dialect_ops and like_op in table:
+            table[op_type] = proto_only_entry(source_op, renames, like_op, table)
     return {
         "generated_by": GENERATED_BY,
         "coremltools_version": ct.__version__,

@@ -17,8 +17,17 @@ from ..sources import InputError
 
 # (name, module, one-line help)
 COMMANDS = [
-    ("print", "print_cmd", "show a program as canonical MIL text"),
-    ("build", "build_cmd", "write a .mil program as a serialized MIL Program"),
+    ("print", "print_cmd", "show a model or a program as canonical MIL text"),
+    ("build", "build_cmd", "write .mil text as a .mlpackage, .mlmodel or serialized MIL Program"),
+    ("unpack", "unpack_cmd", "write a .mlpackage as DIR/model.mil and DIR/weights/"),
+    ("pack", "pack_cmd", "write DIR/model.mil and DIR/weights/ as a .mlpackage"),
+    ("fmt", "fmt_cmd", "rewrite .mil files in canonical form"),
+    ("diff", "diff_cmd", "compare two models or programs as MIL text"),
+    ("git-setup", "git_setup_cmd", "make git diff and git log -p show models as MIL text"),
+    ("textconv", "textconv_cmd", "MIL text of a file, for git's textconv (never fails)"),
+    ("check", "check_cmd", "report what is wrong in programs that parse"),
+    ("infer", "infer_cmd", "show .mil text with every output type, name and const filled in"),
+    ("lsp", "lsp_cmd", "run the MIL language server on stdin/stdout (for editors)"),
 ]
 
 

@@ -33,3 +33,8 @@ def message_class(full_name: str):
 Program = message_class(f"{PACKAGE}.Program")
 Value = message_class(f"{PACKAGE}.Value")
 ValueType = message_class(f"{PACKAGE}.ValueType")
+
+# The model around a program (Model.proto): what a .mlmodel file holds.
+MODEL_PACKAGE = "CoreML.Specification"
+Model = message_class(f"{MODEL_PACKAGE}.Model")
+FeatureDescription = message_class(f"{MODEL_PACKAGE}.FeatureDescription")

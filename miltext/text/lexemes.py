@@ -3,6 +3,7 @@ strings and their escapes, names (bare or quoted), and numbers to the last bit."
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from .. import packing
 from ..dtypes import DType
 
 # Words the grammar gives a meaning; a name spelled like one of them is printed quoted.
-KEYWORDS = frozenset("""program version doc List Tuple Dict State unknown Tensor Scalar blob
+KEYWORDS = frozenset("""program model version doc List Tuple Dict State unknown Tensor Scalar blob
     immediate rank dict True False true false inf nan""".split()) | frozenset(
     ["bool", "string", "fp16", "fp32", "fp64", "bf16", "int4", "int8", "int16", "int32",
      "int64", "uint1", "uint2", "uint3", "uint4", "uint6", "uint8", "uint16", "uint32", "uint64",
@@ -73,6 +74,7 @@ def _escape_error(message: str, offset: int) -> ValueError:
     return e
 
 
+@lru_cache(maxsize=4096)
 def name(s: str) -> str:
     """A function, op type, key or label name: bare when it is an identifier, else quoted."""
     if _BARE_NAME.match(s) and s not in KEYWORDS and not _DTYPE_LIKE.match(s):
@@ -150,3 +152,42 @@ def format_floats(dtype: DType, bits: np.ndarray) -> list[str]:
             b = int(bits[i])
             out[i] = "nan" if b == canonical else f"nan(0x{b:0{width}x})"
     return out
+
+
+def hex_float(f: float) -> str:
+    """A float as C's printf("%a") writes it on Apple's platforms (model.mil's spelling): the
+    exact value in hex, no trailing zero digits, subnormals normalized: 0x1p+0, -0x1.388p+13,
+    0x0p+0, inf, nan."""
+    if f != f:
+        return "nan"
+    if f in (float("inf"), float("-inf")):
+        return "inf" if f > 0 else "-inf"
+    text = f.hex()  # [-]0x1.8000000000000p+0; a subnormal double is 0x0.0000000000001p-1022
+    sign = "-" if text[0] == "-" else ""
+    mantissa, exponent = text.lstrip("-")[2:].split("p")
+    lead, _, fraction = mantissa.partition(".")
+    exponent = int(exponent)
+    if lead == "0" and fraction.strip("0"):
+        bits = int(fraction, 16)        # 52 fraction bits; the value is bits * 2**(exponent - 52)
+        top = bits.bit_length() - 1
+        exponent += top - 52
+        width = (top + 3) // 4
+        fraction = format((bits - (1 << top)) << (width * 4 - top), f"0{width}x") if top else ""
+        lead = "1"
+    fraction = fraction.rstrip("0")
+    return f"{sign}0x{lead}{'.' + fraction if fraction else ''}p{exponent:+d}"
+
+
+def format_hex_floats(dtype: DType, bits: np.ndarray) -> list[str]:
+    """Each element in hex (hex_float), exact in any float dtype; a NaN is `nan` only when it is
+    the dtype's default NaN, and any other NaN raises ValueError (hex cannot spell its bits)."""
+    values = packing.bits_to_float(dtype, bits)
+    nan = np.isnan(values)
+    if nan.any():
+        canonical = packing.CANONICAL_NAN_BITS[dtype.name]
+        for i in np.nonzero(nan)[0].tolist():
+            if int(bits[i]) != canonical:
+                width = bits.dtype.itemsize * 2
+                raise ValueError(f"the {dtype.name} NaN 0x{int(bits[i]):0{width}x}, which is not the "
+                                 f"default NaN 0x{canonical:0{width}x} that nan stands for")
+    return [hex_float(v) for v in values.tolist()]

@@ -7,13 +7,12 @@ how the literal is written (a float is fp32, an int int32).
 """
 from __future__ import annotations
 
-import base64
 import binascii
 
 import numpy as np
 
 from .. import dtypes, packing
-from ..ir import (MISSING, DictData, DictType, Elided, EmptyImmediate, ListData, ListType,
+from ..ir import (DictData, DictType, Elided, EmptyImmediate, ListData, ListType,
                   StateType, TensorData, TensorType, TupleData, TupleType, UnknownType, Value)
 from ..ir.values import FIELD_NUMPY, encode_tensor
 from .lexemes import NanBits
@@ -42,9 +41,8 @@ class B64(bytes):
 
     @classmethod
     def decode(cls, token: str) -> "B64":
-        text = "".join(token[4:-1].split())
         try:
-            return cls(base64.b64decode(text, validate=True))
+            return cls(binascii.a2b_base64(token[4:-1], strict_mode=True))
         except binascii.Error as e:
             raise LiteralError(f"b64 data is not valid base64 ({e})") from None
 

@@ -10,16 +10,21 @@ _TERMINALS = {
     "SYM_OP": "an operator", "LPAR": "'('", "LSQB": "'['", "LBRACE": "'{'", "RPAR": "')'",
     "RSQB": "']'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='",
     "STAR": "'*'", "QMARK": "'?'", "CIRCUMFLEX": "'^'", "$END": "the end of the text",
+    # grammar/modelmil.lark (its parser puts every token that starts a type under MODELMIL_TYPE)
+    "VERSION": "a version such as 1.0", "MODELMIL_TYPE": "a type such as tensor<fp32, [2]>",
 }
 _VALUE_START = {"FLOAT", "SIGNED_INT", "STRING", "TRUE", "FALSE", "B64", "SPECIAL_FLOAT", "NAN_BITS"}
 _TYPE_START = {"LIST", "TUPLE", "DICT"}
 
 
-def _keyword(name: str) -> str | None:
-    """Lark names the keywords of a grammar after their text (LIST for "List", ...)."""
-    from .parser import _parser
+def _keyword(name: str, lark=None) -> str | None:
+    """Lark names the keywords of a grammar after their text (LIST for "List", ...); `lark` is
+    the parser whose grammar names them (miltext's own by default)."""
+    if lark is None:
+        from .parser import _parser
+        lark = _parser(False).lark
     try:
-        pattern = _parser(False).lark.get_terminal(name).pattern
+        pattern = lark.get_terminal(name).pattern
     except (KeyError, AttributeError):
         return None
     if pattern.type == "str":
@@ -27,7 +32,7 @@ def _keyword(name: str) -> str | None:
     return None
 
 
-def describe_expected(names) -> str:
+def describe_expected(names, lark=None) -> str:
     names = set(names)
     words = []
     if _VALUE_START & names and "VAR" in names:
@@ -40,7 +45,7 @@ def describe_expected(names) -> str:
         words.append("a type such as (2, 4, fp32)")
         names -= {"DTYPE", "LPAR", "__ANON_0"} | _TYPE_START
     for n in sorted(names):
-        word = _TERMINALS.get(n) or _keyword(n)
+        word = _TERMINALS.get(n) or _keyword(n, lark)
         if word and word not in words:
             words.append(word)
     if not words:

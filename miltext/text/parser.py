@@ -22,10 +22,12 @@ from ..errors import ParseError
 from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
                   Program, StateType, TensorType, TupleType, UnknownType, Value, Var)
 from ..ir.types import MISSING
+from ..model.syntax import Call, Feature, Section
 from . import lexemes
 from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
                        NumLit, Ref, default_value, prepared, storage_escape, string_value, typed_value)
 from .messages import describe_expected, describe_token
+from .modelmil_words import looks_like_modelmil
 
 MAX_BLOCK_DEPTH = 256  # nested blocks; documented in docs/syntax.md
 MAX_TYPE_DEPTH = 64    # nested List/Tuple/Dict/State types
@@ -68,6 +70,10 @@ class _Attrs(dict):
 
 class _Bindings(list):
     pass
+
+
+class _Run(list):
+    """Consecutive ops read from one SIMPLE_OPS token."""
 
 
 class _Symbol(str):
@@ -139,9 +145,11 @@ class _Builder(Transformer):
 
     # ---- program structure ----
     def start(self, items):
-        program = Program()
+        program, model = Program(), None
         for item in items:
-            if isinstance(item, tuple) and item[0] == "header":
+            if isinstance(item, Section):
+                model = item
+            elif isinstance(item, tuple) and item[0] == "header":
                 _, version, doc, attrs = item
                 program.version, program.doc, program.attributes = version, doc, attrs
             else:
@@ -149,7 +157,46 @@ class _Builder(Transformer):
                 if name in program.functions:
                     self._fail(f"function {name!r} is defined twice", _pos(name))
                 program.functions[str(name)] = fn
-        return program
+        return program if model is None else (model, program)
+
+    # ---- the model section: plain items, which miltext.model.section gives a meaning ----
+    def model(self, items):
+        call = items[0]
+        call.name = "model"
+        return Section(call, items[1] if len(items) > 1 else None)
+
+    def model_body(self, items):
+        return list(items)
+
+    def feature(self, items):
+        kind, var, vtype = items
+        return Feature(str(kind), self._var_name(var), _absent_to_none(vtype), loc=_pos(kind))
+
+    def section(self, items):
+        return Section(self._named(items[0], items[1]), items[2] if len(items) > 2 else None)
+
+    def call_type(self, items):
+        return self._named(items[0], items[1])
+
+    def _named(self, name, call: Call) -> Call:
+        call.name, call.loc = str(name), _pos(name)
+        return call
+
+    def call(self, items):
+        out = Call("")
+        for item in items:
+            if item is None:
+                continue
+            _, key, payload = item
+            if isinstance(payload, list):  # an input binding: only a single value means anything here
+                if len(payload) != 1 or not isinstance(payload[0], Value):
+                    self._fail(f"{str(key)}= takes a value here", _pos(key))
+                payload = payload[0]
+            if key in out.args:
+                self._fail(f"{str(key)!r} is given twice", _pos(key))
+            out.args[str(key)] = payload
+            out.arg_locs[str(key)] = _pos(key)
+        return out
 
     def header(self, items):
         version, doc, attrs = 1, "", {}
@@ -204,6 +251,8 @@ class _Builder(Transformer):
                 attrs = dict(item)
             elif isinstance(item, Operation):
                 ops.append(item)
+            elif isinstance(item, _Run):
+                ops.extend(item)
             elif isinstance(item, _BlockNode):
                 if not ops:
                     self._fail("a nested block must follow the op that owns it", _pos(item.label))
@@ -240,11 +289,21 @@ class _Builder(Transformer):
                 op.attributes[key] = value
         return op
 
-    def simple_op(self, items):
-        """A SIMPLE_OP token: its parts split by regex and read with the long way's rules
-        (argument, _value); built directly, since this is the line most programs are made of."""
+    def simple_ops(self, items):
+        """A SIMPLE_OPS token: one op per line, each built by simple_op."""
         tok = items[0]
-        text, line, column = str(tok), tok.line, tok.column
+        line, column = tok.line, tok.column
+        ops = []
+        for text in tok.split("\n"):
+            stripped = text.strip()
+            if stripped:
+                ops.append(self.simple_op(stripped, line, column + len(text) - len(text.lstrip())))
+            line, column = line + 1, 1
+        return _Run(ops)
+
+    def simple_op(self, text: str, line: int, column: int) -> Operation:
+        """One plain op line: its parts split by regex and read with the long way's rules
+        (argument, _value); built directly, since this is the line most programs are made of."""
         head = _SIMPLE_HEAD.match(text)
         loc = (line, column)
         op = Operation(type=head.group(3), outputs=[Var(head.group(1), self._simple_type(head.group(2)), loc=loc)],
@@ -726,9 +785,10 @@ def read_numbers(text: str, pos) -> NumLit:
             raise LiteralError("malformed number list")
         shape = (len(words),)
     else:
-        shape = _nesting_shape(_WHITESPACE.sub("", _NUMBER.sub("0", text)))
-    if shape is None:
-        raise LiteralError("malformed or ragged number list: every level must hold lists of one length")
+        skeleton = _WHITESPACE.sub("", _NUMBER.sub("0", text))
+        shape = _nesting_shape(skeleton)
+        if shape is None:  # not a tensor; maybe a List of lists: the place decides
+            return _nested_list(skeleton, words, pos)
     if len(shape) > 64:
         raise LiteralError("list literal nested deeper than 64 levels")
     if _FLOAT_MARK.search(text) or not words:  # like any literal, an empty list is fp32
@@ -745,6 +805,24 @@ def read_numbers(text: str, pos) -> NumLit:
     lit = NumLit(array, shape, kind, pos)
     lit.token = text if isinstance(text, Token) else None
     return lit
+
+
+def _nested_list(skeleton: str, words: list, pos) -> ListLit:
+    """A number list whose levels differ in length, as nested ListLits of its numbers."""
+    try:
+        nested = json.loads(skeleton)
+    except ValueError:
+        raise LiteralError("malformed number list") from None
+    numbers = iter(words)
+
+    def rebuild(item):
+        if isinstance(item, list):
+            return ListLit(rebuild(x) for x in item)
+        word = next(numbers)
+        return lexemes.parse_float(word) if _FLOAT_MARK.search(word) else int(word)
+    out = rebuild(nested)
+    out.pos = pos
+    return out
 
 
 def _nesting_shape(skeleton: str) -> tuple | None:
@@ -833,7 +911,7 @@ class _Parser:
         self.builder = _Builder(raw_strings=raw)
         self.tracker.builder = self.builder
         self.lark = Lark(text, parser="lalr", lexer="contextual", transformer=self.builder,
-                         postlex=self.tracker, maybe_placeholders=True, cache=_cache_path(raw))
+                         postlex=self.tracker, maybe_placeholders=True, cache=_cache_path("raw" if raw else "mil"))
         self.lock = threading.Lock()
 
     def parse(self, text: str):
@@ -855,8 +933,8 @@ class _Parser:
                 self.builder.type_depth.clear()
 
 
-def _cache_path(raw: bool):
-    """Where Lark keeps the built tables, so a start-up does not rebuild them."""
+def _cache_path(flavour: str):
+    """Where Lark keeps the built tables of a grammar flavour, so a start-up does not rebuild them."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     try:
         os.makedirs(os.path.join(base, "miltext"), exist_ok=True)
@@ -864,7 +942,7 @@ def _cache_path(raw: bool):
         return False
     import lark
     from .. import __version__
-    return os.path.join(base, "miltext", f"grammar-{__version__}-lark{lark.__version__}-{'raw' if raw else 'mil'}.cache")
+    return os.path.join(base, "miltext", f"grammar-{__version__}-lark{lark.__version__}-{flavour}.cache")
 
 
 _PARSERS: dict = {}
@@ -883,24 +961,42 @@ _COREMLTOOLS_PRINT = re.compile(r"\)[*^]?\((Tensor|Scalar|List)\)")
 MAX_ERRORS = 20
 
 
+# A print's first var declaration (a function input or the first op's output) carries the mark.
+_PRINT_MARK_WITHIN = 1 << 16
 _QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 
 
 def looks_like_coremltools_print(text: str) -> bool:
     """coremltools marks every var type with (Tensor), (Scalar) or (List); canonical text never
     does, outside its strings."""
-    found = _COREMLTOOLS_PRINT.search(text)
-    return found is not None and _COREMLTOOLS_PRINT.search(_QUOTED.sub('""', text)) is not None
+    head = text[:_PRINT_MARK_WITHIN]
+    found = _COREMLTOOLS_PRINT.search(head)
+    return found is not None and _COREMLTOOLS_PRINT.search(_QUOTED.sub('""', head)) is not None
 
 
-def parse(text: str, filename: str | None = None) -> Program:
-    """Parse MIL text; raise ParseError (with every error found, up to MAX_ERRORS)."""
+def parse(text: str, filename: str | None = None, *, with_model: bool = False):
+    """Parse MIL text; raise ParseError (with every error found, up to MAX_ERRORS). With
+    `with_model`, return (the model section or None, the program). Apple's model.mil dialect
+    is recognized by its header and read by its own parser."""
+    if looks_like_modelmil(text):
+        from .modelmil_parser import parse as parse_modelmil
+        program = parse_modelmil(text, filename)
+        return (None, program) if with_model else program
     raw = looks_like_coremltools_print(text)
+    program = collect_errors(text, filename, lambda attempt: _parse_once(attempt, raw))
+    model, program = program if isinstance(program, tuple) else (None, program)
+    _check_depth(program, filename, text)
+    return (model, program) if with_model else program
+
+
+def collect_errors(text: str, filename: str | None, parse_once):
+    """What `parse_once(text)` returns; when it raises _LocatedError, parse again without each
+    line at fault to find further independent errors, then raise them all as one ParseError."""
     errors = []
     attempt = text
     for _ in range(MAX_ERRORS):
         try:
-            program = _parse_once(attempt, raw)
+            result = parse_once(attempt)
         except _LocatedError as e:
             if errors and (e.line, e.column) == errors[-1][:2]:
                 break
@@ -910,8 +1006,7 @@ def parse(text: str, filename: str | None = None) -> Program:
                 break
             continue
         if not errors:
-            _check_depth(program, filename, text)
-            return program
+            return result
         break
     errors.sort()
     line, column, message = errors[0]
@@ -949,18 +1044,19 @@ def _end_of(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-def _lark_error(e: UnexpectedInput, text: str) -> tuple[int, int, str]:
+def _lark_error(e: UnexpectedInput, text: str, describe=describe_expected) -> tuple[int, int, str]:
+    """(line, column, message) of a Lark error; `describe` words the terminals it expected."""
     if isinstance(e, UnexpectedToken) and e.token.type == "$END":
-        return (*_end_of(text), f"unexpected end of text: {describe_expected(e.expected)}")
+        return (*_end_of(text), f"unexpected end of text: {describe(e.expected)}")
     if isinstance(e, UnexpectedToken):
-        return e.line, e.column, f"unexpected {describe_token(e.token)}: {describe_expected(e.expected)}"
+        return e.line, e.column, f"unexpected {describe_token(e.token)}: {describe(e.expected)}"
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         if char in "\"'":
             return e.line, e.column, "unterminated string: a string ends with its quote on the same line"
-        return e.line, e.column, f"unexpected character {char!r}: {describe_expected(e.allowed)}"
+        return e.line, e.column, f"unexpected character {char!r}: {describe(e.allowed)}"
     if isinstance(e, UnexpectedEOF):
-        return (*_end_of(text), f"unexpected end of text: {describe_expected(e.expected)}")
+        return (*_end_of(text), f"unexpected end of text: {describe(e.expected)}")
     return getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, str(e)
 
 

@@ -142,16 +142,20 @@ def dim_text(d) -> str:
     raise TypeError(f"not a dimension: {d!r}")
 
 
+_TENSOR_TYPE_TEXT: dict = {}  # (dtype, shape, rank) -> text: real programs repeat few types
+
+
 def type_text(t) -> str:
     if type(t) is TensorType:
-        if t.rank is None:
-            items = [dim_text(d) for d in t.shape]
-            items.append(t.dtype)
-        elif t.rank == -1 and not t.shape:
-            items = ["...", t.dtype]
-        else:
-            items = [dim_text(d) for d in t.shape] + [t.dtype, f"rank={t.rank}"]
-        return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
+        if t.attributes:
+            return _tensor_type_text(t)
+        key = (t.dtype, t.shape, t.rank)
+        text = _TENSOR_TYPE_TEXT.get(key)
+        if text is None:
+            text = _tensor_type_text(t)
+            if len(_TENSOR_TYPE_TEXT) < 4096:
+                _TENSOR_TYPE_TEXT[key] = text
+        return text
     if t is None:
         return "_"
     if isinstance(t, ListType):
@@ -168,6 +172,17 @@ def type_text(t) -> str:
     if isinstance(t, UnknownType):
         return "unknown"
     raise TypeError(f"not a MIL type: {t!r}")
+
+
+def _tensor_type_text(t: TensorType) -> str:
+    if t.rank is None:
+        items = [dim_text(d) for d in t.shape]
+        items.append(t.dtype)
+    elif t.rank == -1 and not t.shape:
+        items = ["...", t.dtype]
+    else:
+        items = [dim_text(d) for d in t.shape] + [t.dtype, f"rank={t.rank}"]
+    return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
 
 
 # ---- values -----------------------------------------------------------------------------------

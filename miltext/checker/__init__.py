@@ -1,0 +1,36 @@
+"""`miltext check`: what a program that parses can still get wrong, as diagnostics.
+
+One module per family of rules (names, structure, values, ops, inference), each with a RULES table
+(rule -> severity) and a `check(context)`; `Diagnostic` is in diagnostics, text and JSON
+output in render. docs/check.md describes every rule.
+"""
+from __future__ import annotations
+
+from . import inference, names, ops, structure, values
+from .context import Context
+from .diagnostics import Diagnostic, in_source_order, with_file
+from .weights import WeightFiles
+
+FAMILIES = (names, structure, values, ops, inference)
+RULES = {rule: severity for family in FAMILIES for rule, severity in family.RULES.items()}
+
+
+def check(program, *, filename: str | None = None, source: str | None = None,
+          weights: str | None = None) -> list[Diagnostic]:
+    """The diagnostics of a program, in source order.
+
+    `filename` names the file in each diagnostic; `source` is the text the program was parsed
+    from, which puts the caret under the very input at fault (without it, at the op); `weights`
+    is the weights folder, an .mlpackage or a weight.bin, for checking blob values."""
+    weight_files = WeightFiles(weights) if weights is not None else None
+    try:
+        ctx = Context(program, source, weight_files)
+        for family in FAMILIES:
+            family.check(ctx)
+    finally:
+        if weight_files is not None:
+            weight_files.close()
+    return with_file(in_source_order(ctx.diagnostics), filename)
+
+
+__all__ = ["check", "Diagnostic", "RULES"]

@@ -1,0 +1,79 @@
+"""What every family of rules works from: the program walked once, the name resolution, the
+source text for exact places, the weight files, and the list the findings go to."""
+from __future__ import annotations
+
+from ..refs import Reference, resolve
+from ..text import lexemes
+from .diagnostics import Diagnostic, located, note
+from .locate import Locator
+
+
+class Context:
+    def __init__(self, program, source: str | None = None, weights=None):
+        self.program = program
+        self.weights = weights          # a weights.WeightFiles, or None: blobs are not checked
+        self.where = Locator(source)
+        self.diagnostics: list[Diagnostic] = []
+        self.resolution = resolve(program)
+        self.blocks: list = []          # (function name, opset key, block), in program order
+        self.ops: list = []             # (function name, opset key, op), in program order
+        self._walk()
+        self._targets: dict | None = None
+        # coremltools' print never shows a const op, and real programs always have some: a
+        # program with none was (most likely) read from a print, where consts are dangling
+        # names and the dtypes of literals are guesses (1.0 is fp32, 1 is int32).
+        self.from_print = not any(op.type == "const" for _, _, op in self.ops)
+
+    def _walk(self) -> None:
+        for fn_name, fn in self.program.functions.items():
+            for key, top in fn.blocks.items():
+                self._visit(fn_name, key, top)
+
+    def _visit(self, fn_name: str, key: str, block) -> None:
+        self.blocks.append((fn_name, key, block))
+        for op in block.operations:
+            self.ops.append((fn_name, key, op))
+            for inner in op.blocks:
+                self._visit(fn_name, key, inner)
+
+    # ---- what names refer to ----
+    def target(self, site, key: str | None, index: int):
+        """The var that binding `index` of input `key` of op `site` refers to, or with key None,
+        output `index` of block `site`; None when it refers to nothing."""
+        if self._targets is None:
+            self._targets = {(id(r.op if r.op is not None else r.block), r.key, r.index): r.target
+                             for r in self.resolution.references}
+        return self._targets.get((id(site), key, index))
+
+    def binding_type(self, op, key: str, index: int):
+        """The type of binding `index` of input `key` of `op`: its var's, or its value's."""
+        b = op.inputs[key][index]
+        if isinstance(b, str):
+            b = self.target(op, key, index)
+        return b.type if b is not None else None
+
+    def reference_loc(self, ref: Reference) -> tuple | None:
+        if ref.op is not None:
+            return self.where.reference(ref.op.loc, ref.name, ref.key)
+        return self.where.block_output(ref.block.loc, ref.name)
+
+    # ---- findings ----
+    # A place is a (line, column) pair, or a function that finds it: finding an exact place
+    # costs a search of the source line, paid only for what is reported.
+    def error(self, rule: str, loc, message: str, notes=()) -> None:
+        self.diagnostics.append(located("error", loc() if callable(loc) else loc, message, rule, notes))
+
+    def warning(self, rule: str, loc, message: str, notes=()) -> None:
+        self.diagnostics.append(located("warning", loc() if callable(loc) else loc, message, rule, notes))
+
+    note = staticmethod(note)
+
+
+def count(n: int, word: str) -> str:
+    """`1 value`, `2 values`."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def var(name: str) -> str:
+    """A var name as the text writes it: %x, %"a b"."""
+    return lexemes.var(name)

@@ -1,0 +1,97 @@
+"""Exact places in the source text for what the object model only places roughly.
+
+The parser keeps the place of each op (its first output), block (its label) and var. A
+diagnostic about one input or one block output is clearer with the caret under that input, so
+when the source text is at hand these helpers look for it on the op's line, or on the line
+that closes the block; when they do not find it (an op spread over lines, an unusual layout),
+the rough place stands.
+"""
+from __future__ import annotations
+
+import re
+
+from ..text import lexemes
+
+_NAME_CHAR = r"A-Za-z0-9_.@/"
+
+
+class Locator:
+    def __init__(self, text: str | None):
+        self.lines = text.split("\n") if text is not None else None
+
+    def _line(self, number: int) -> str | None:
+        if self.lines is None or not 0 < number <= len(self.lines):
+            return None
+        return self.lines[number - 1]
+
+    def key(self, loc: tuple | None, key: str) -> tuple | None:
+        """Where `key=` (an input or an attribute) is written on the line of the op at `loc`."""
+        found = self._key_match(loc, key)
+        return (loc[0], found.start() + 1) if found else loc
+
+    def op_type(self, loc: tuple | None, op_type: str) -> tuple | None:
+        """Where the op's type is written, `relu(`, on the line of the op at `loc`."""
+        line = self._line(loc[0]) if loc is not None else None
+        if line is None:
+            return loc
+        spelled = "|".join(re.escape(s) for s in {op_type, lexemes.name(op_type)})
+        found = re.compile(rf"(?<![{_NAME_CHAR}\"%])(?:{spelled})\s*\(").search(line, loc[1] - 1)
+        return (loc[0], found.start() + 1) if found else loc
+
+    def reference(self, loc: tuple | None, name: str, key: str | None = None) -> tuple | None:
+        """Where `%name` is written after `key=` on the line of the op at `loc`."""
+        if loc is None:
+            return None
+        line = self._line(loc[0])
+        if line is None:
+            return loc
+        start = loc[1] - 1
+        if key is not None:
+            found = self._key_match(loc, key)
+            if not found:
+                return loc
+            start = found.end()
+        column = _find_var(line, name, start)
+        return (loc[0], column) if column else loc
+
+    def block_output(self, block_loc: tuple | None, name: str | None = None) -> tuple | None:
+        """Where `%name` is written in the `} -> (...)` that closes the block whose label is at
+        `block_loc` (the first line after it with `}` in the label's column); without a name,
+        where that `}` is."""
+        if block_loc is None or self.lines is None:
+            return block_loc
+        number, column = block_loc
+        for i in range(number, len(self.lines) + 1):
+            line = self.lines[i - 1]
+            if i == number:
+                arrow = re.compile(r"\}\s*->").search(line, column - 1)
+                if arrow is None:
+                    continue
+            elif line[:column - 1].strip() == "" and line[column - 1:column] == "}":
+                arrow = re.compile(r"->").search(line, column - 1)
+                if arrow is None:
+                    return block_loc
+            else:
+                continue
+            found = _find_var(line, name, arrow.end()) if name is not None else None
+            return (i, found) if found else (i, column if i != number else arrow.start() + 1)
+        return block_loc
+
+    def _key_match(self, loc, key):
+        if loc is None:
+            return None
+        line = self._line(loc[0])
+        if line is None:
+            return None
+        spelled = "|".join(re.escape(s) for s in {key, lexemes.name(key)})
+        return re.compile(rf"(?<![{_NAME_CHAR}\"%])(?:{spelled})\s*=").search(line, loc[1] - 1)
+
+
+def _find_var(line: str, name: str, start: int) -> int | None:
+    """1-based column of `%name` (bare, quoted or raw) in `line` from `start`, or None."""
+    for spelled in {lexemes.var(name), "%" + name}:
+        pattern = re.escape(spelled) + ("" if spelled.endswith('"') else rf"(?![{_NAME_CHAR}])")
+        found = re.compile(pattern).search(line, start)
+        if found:
+            return found.start() + 1
+    return None

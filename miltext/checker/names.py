@@ -1,0 +1,86 @@
+"""Names and scopes: every use names a visible definition, each scope defines a name once,
+and names are plain identifiers. Scoping itself is miltext.refs (one implementation for
+`check` and `to_proto(strict=True)`)."""
+from __future__ import annotations
+
+import re
+
+from .context import Context, var
+
+RULES = {
+    "undefined-name": "error",         # an op input names nothing
+    "undefined-output": "error",       # a block output names nothing
+    "use-before-definition": "error",  # defined, but later in this scope or an enclosing one
+    "out-of-scope": "error",           # defined only in a block that does not enclose the use
+    "redefinition": "warning",         # a name defined twice in one scope
+    "unusual-name": "warning",         # outside [A-Za-z_][A-Za-z0-9_@]*
+}
+
+PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_@]*\Z")
+PRINT_HINT = ("if this text comes from coremltools' print: the print leaves out every const op, "
+              "and {name} may be one; `miltext print` of the .pb or .mlpackage shows them all")
+
+
+def check(ctx: Context) -> None:
+    _undefined(ctx)
+    for new, first in ctx.resolution.redefinitions:
+        ctx.warning("redefinition", new.loc, f"{var(new.name)} is defined twice in the same scope; "
+                    "later uses refer to this definition", [ctx.note(first.loc, "first defined here")])
+    _unusual_names(ctx)
+
+
+def _undefined(ctx: Context) -> None:
+    undefined = ctx.resolution.undefined()
+    if not undefined:
+        return
+    scopes_of = {id(s): scopes for scopes in ctx.resolution.scopes.values() for s in scopes}
+    hint = ctx.from_print  # once, with the first undefined name
+    for ref in undefined:
+        loc = ctx.reference_loc(ref)
+        what = var(ref.name) if ref.op is not None else f"block output {var(ref.name)}"
+        later, elsewhere = _definition_out_of_reach(ref, scopes_of[id(ref.scope)])
+        if later is not None:
+            ctx.error("use-before-definition", loc, f"{what} is used before its definition",
+                      [ctx.note(later.loc, "defined here")])
+        elif elsewhere is not None:
+            ctx.error("out-of-scope", loc, f"{what} is not visible here: it is defined in a block "
+                      "that does not enclose this use", [ctx.note(elsewhere.loc, "defined here")])
+        else:
+            notes = [ctx.note(None, PRINT_HINT.format(name=var(ref.name)))] if hint else []
+            hint = False
+            rule = "undefined-name" if ref.op is not None else "undefined-output"
+            ctx.error(rule, loc, f"{what} is not defined", notes)
+
+
+def _definition_out_of_reach(ref, scopes: list):
+    """(a definition later in the use's own or an enclosing scope, a definition in a scope that
+    does not enclose the use); the walk is over, so each scope holds all its names."""
+    scope = ref.scope
+    while scope is not None:
+        found = scope.names.get(ref.name)
+        if found is not None:
+            return found, None
+        scope = scope.parent
+    for scope in scopes:
+        found = scope.names.get(ref.name)
+        if found is not None:
+            return None, found
+    return None, None
+
+
+def _unusual_names(ctx: Context) -> None:
+    plain = PLAIN_NAME.match
+    defined: list = []
+    for name, fn in ctx.program.functions.items():
+        if not plain(name):
+            ctx.warning("unusual-name", fn.loc, f"function name {name!r} is not a plain MIL "
+                        "identifier ([A-Za-z_][A-Za-z0-9_@]*)")
+        defined.extend(fn.inputs)
+    for _, _, block in ctx.blocks:
+        defined.extend(block.inputs)
+        for op in block.operations:
+            defined.extend(op.outputs)
+    for v in defined:
+        if not plain(v.name):
+            ctx.warning("unusual-name", v.loc, f"{var(v.name)} is not a plain MIL identifier "
+                        "([A-Za-z_][A-Za-z0-9_@]*)")

@@ -1,0 +1,106 @@
+"""Rewrite MIL text files in canonical form, as black does for Python.
+
+FILE is a .mil file, a folder (its .mil files, recursively) or - (stdin to stdout); Apple's
+model.mil dialect stays in its dialect. A file is rewritten all at once (a temporary file, then
+a rename). A file that does not parse is left as it is and reported as file:line:col; so is a
+file with comments, which the canonical form has no place for, unless --drop-comments. Exit
+status: 0 when nothing would change or all was rewritten, 1 with --check when some file would
+change, 2 when a file could not be read, parsed or formatted.
+"""
+import difflib
+import os
+import sys
+
+from . import write_stdout
+
+
+def add_arguments(p) -> None:
+    p.add_argument("files", nargs="+", metavar="FILE", help=".mil files, folders of them, or -")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
+    p.add_argument("--diff", action="store_true", help="write nothing; show what would change as a unified diff")
+    p.add_argument("--drop-comments", action="store_true", help="format files with comments too (losing them)")
+
+
+def run(args) -> int:
+    from ..errors import ParseError, ProgramError
+    from ..files import write_atomic
+    from ..model.text import canonical_text, has_comments
+    from ..sources import InputError
+    counts = {"changed": 0, "unchanged": 0, "failed": 0}
+    for path in mil_files(args.files, counts):
+        try:
+            text = _read(path)
+            formatted = canonical_text(text, path)
+        except ParseError as e:
+            print(e.render_all(), file=sys.stderr)
+            counts["failed"] += 1
+            continue
+        except (InputError, ProgramError, OSError, UnicodeDecodeError) as e:
+            print(f"{path}: error: {_reason(e)}", file=sys.stderr)
+            counts["failed"] += 1
+            continue
+        if formatted != text and has_comments(text) and not args.drop_comments:
+            print(f"{path}: error: not formatted: it has comments, which the canonical form drops "
+                  "(--drop-comments formats it anyway)", file=sys.stderr)
+            counts["failed"] += 1
+            continue
+        if path == "-" and not (args.check or args.diff):
+            write_stdout(formatted)
+            continue
+        if formatted == text:
+            counts["unchanged"] += 1
+            continue
+        counts["changed"] += 1
+        if args.diff:
+            write_stdout("".join(difflib.unified_diff(text.splitlines(True), formatted.splitlines(True),
+                                                      f"{path} (original)", f"{path} (formatted)")))
+        if args.check or args.diff:
+            print(f"would reformat {path}", file=sys.stderr)
+        else:
+            write_atomic(path, formatted.encode("utf-8"))
+            print(f"reformatted {path}", file=sys.stderr)
+    print(_summary(counts, args.check or args.diff), file=sys.stderr)
+    if counts["failed"]:
+        return 2
+    return 1 if args.check and counts["changed"] else 0
+
+
+def mil_files(paths: list, counts: dict) -> list:
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".mil")]
+        elif path == "-" or os.path.exists(path):
+            found.append(path)
+        else:
+            print(f"{path}: error: no such file or folder", file=sys.stderr)
+            counts["failed"] += 1
+    return found
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8")
+
+
+def _reason(e) -> str:
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {e.start})"
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return str(e)
+
+
+def _summary(counts: dict, dry: bool) -> str:
+    def n(count, word):
+        return f"{count} file{'s' if count != 1 else ''} {word}"
+    parts = [n(counts["changed"], "would be reformatted" if dry else "reformatted")] if counts["changed"] else []
+    if counts["unchanged"]:
+        parts.append(n(counts["unchanged"], "left unchanged"))
+    if counts["failed"]:
+        parts.append(n(counts["failed"], "failed"))
+    return "miltext fmt: " + (", ".join(parts) or "no files")

@@ -1,0 +1,23 @@
+"""Run the MIL language server on stdin and stdout, for editors.
+
+It reports parse errors (and check's findings) as you type, shows a var's type and the op that
+defines it on hover, goes to the definition of a %name, lists functions, blocks and ops, and
+formats a file through the canonical printer. Needs the `lsp` extra: pip install 'miltext[lsp]'.
+"""
+import sys
+
+
+def add_arguments(p) -> None:
+    pass
+
+
+def run(args) -> int:
+    try:
+        from ..lsp.server import serve
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        print("miltext lsp needs pygls: pip install 'miltext[lsp]'", file=sys.stderr)
+        return 1
+    serve()
+    return 0

@@ -1,0 +1,35 @@
+"""Show a file as MIL text for git (`git diff`, `git log -p`): a .mlmodel, a MIL Program .pb, a
+weight.bin (its blobs and their digests) or any file miltext print reads.
+
+git runs it once per file version, often on a temporary copy with nothing beside it, so it
+shows no digests beside blob references (the weight file's own text shows them), and it never
+fails: a file it cannot read becomes one line saying so, with the file's size and digest.
+"""
+import hashlib
+
+from . import write_stdout
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file")
+
+
+def run(args) -> int:
+    try:
+        from ..model.text import file_text
+        text = file_text(args.file)
+    except Exception as e:  # git shows whatever this prints; a failure must not break `git diff`
+        text = fallback(args.file, e)
+    write_stdout(text)
+    return 0
+
+
+def fallback(path: str, error: Exception) -> str:
+    reason = str(error).split("\n")[0].replace(path, "").lstrip(": ") or type(error).__name__
+    text = f"# miltext: not shown as MIL text ({reason})\n"
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return text
+    return text + f"# {len(data)} bytes, sha256:{hashlib.sha256(data).hexdigest()[:16]}\n"

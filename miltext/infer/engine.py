@@ -1,0 +1,97 @@
+"""The walk: every op of every block, in order, its inputs' types and known values in scope,
+nested blocks before the op that owns them (cond and while_loop read their blocks' types)."""
+from __future__ import annotations
+
+import importlib.util
+
+from . import registry
+from .errors import InferenceError, Unsupported
+from .operands import Operands, Scope, value_array
+
+COREMLTOOLS = "coremltools"     # the family reported for an op coremltools inferred
+
+
+def infer(program, *, use_coremltools: bool = True, report=None) -> None:
+    """Fill in every missing output type, in place. `report(op, family)` is told which family
+    of native rules (or "coremltools") inferred each op. Raises InferenceError at the first op
+    nothing can infer."""
+    def visit(op, operands):
+        if all(v.type is not None for v in op.outputs):
+            return
+        types, family = _infer_op(op, operands, use_coremltools)
+        if len(types) != len(op.outputs):
+            raise InferenceError.at(op.loc, f"{op.type} has {len(types)} output(s), "
+                                            f"the text names {len(op.outputs)}")
+        for var, t in zip(op.outputs, types):
+            if var.type is None:
+                var.type = t
+        if report is not None:
+            report(op, family)
+    _walk(program, visit)
+
+
+def inferred_types(program):
+    """(op, types) for each op a native rule covers, its inputs typed as the text declares them
+    (what `check` compares with the declared output types). Nothing is changed."""
+    found = []
+
+    def visit(op, operands):
+        found_rule = registry.native(op.type)
+        if found_rule is None:
+            return
+        try:
+            found.append((op, found_rule[1](operands)))
+        except (Unsupported, InferenceError):
+            pass
+    _walk(program, visit)
+    return found
+
+
+def _infer_op(op, operands, use_coremltools: bool):
+    found = registry.native(op.type)
+    if found is not None:
+        family, rule = found
+        try:
+            return rule(operands), family
+        except Unsupported:
+            pass
+        except InferenceError as e:
+            raise InferenceError.at(op.loc, f"{op.type}: {e.message}") from None
+    if use_coremltools and importlib.util.find_spec("coremltools") is not None:
+        from . import coremltools_rules
+        return coremltools_rules.infer(operands), COREMLTOOLS
+    raise InferenceError.at(op.loc, f"cannot infer the output types of {op.type}: write them "
+                                    f"(`%y: (2, 3, fp32) = {op.type}(...)`)")
+
+
+def _walk(program, visit) -> None:
+    for fn in program.functions.values():
+        for key, block in fn.blocks.items():
+            scope = Scope()
+            for var in fn.inputs:
+                scope.types[var.name] = var.type
+            _block(block, key, scope, visit)
+
+
+def _block(block, opset, scope, visit) -> None:
+    for op in block.operations:
+        operands = Operands(op, opset, scope)
+        for inner in op.blocks:
+            child = Scope(scope)
+            for var in inner.inputs:
+                child.types[var.name] = var.type
+            _block(inner, opset, child, visit)
+            operands.block_outputs.append([child.type(name) for name in inner.outputs])
+        visit(op, operands)
+        for var in op.outputs:
+            scope.types[var.name] = var.type
+        if op.type == "const" and len(op.outputs) == 1 and "val" in op.attributes:
+            scope.consts.add(op.outputs[0].name)
+            value = value_array(op.attributes["val"])
+            if value is not None:
+                scope.values[op.outputs[0].name] = value
+        elif operands.output_values is not None:
+            for var, value in zip(op.outputs, operands.output_values):
+                if value is not None:
+                    scope.values[var.name] = value
+

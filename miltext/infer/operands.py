@@ -1,0 +1,127 @@
+"""What an inference rule sees of an op: the types and (when known) values of its inputs,
+with the op table's defaults for optional inputs the op is not given."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as op_table
+from ..ir import TensorType, Value
+from .errors import Unsupported
+
+
+class Scope:
+    """Types and known values of the vars in reach, by name; a nested block sees its parent's."""
+
+    def __init__(self, parent: Scope | None = None):
+        self.parent = parent
+        self.types: dict = {}
+        self.values: dict = {}      # name -> numpy array, for vars whose value is known
+        self.consts: set = set()    # names of const ops' outputs (their values may be in a file)
+
+    def type(self, name: str):
+        s = self
+        while s is not None:
+            if name in s.types:
+                return s.types[name]
+            s = s.parent
+        return None
+
+    def is_const(self, name: str) -> bool:
+        s = self
+        while s is not None:
+            if name in s.consts:
+                return True
+            s = s.parent
+        return False
+
+    def value(self, name: str):
+        s = self
+        while s is not None:
+            if name in s.values:
+                return s.values[name]
+            s = s.parent
+        return None
+
+
+def value_array(value: Value):
+    """A literal's elements as numpy, or None when it is not an immediate tensor."""
+    try:
+        return value.array
+    except (TypeError, ValueError):
+        return None
+
+
+class Operands:
+    def __init__(self, op, opset: str, scope: Scope):
+        self.op, self.opset, self.scope = op, opset, scope
+        self.block_outputs: list = []     # the output types of each nested block, in order
+        self.output_values = None         # values of the outputs, when inference knows them
+        self._params = {p["name"]: p for p in (op_table.variant(op.type, opset) or {}).get("inputs", ())}
+
+    def kind(self, key: str) -> str | None:
+        """The op table's kind of input `key`: "tensor", "tuple", "list", ..."""
+        return self._params.get(key, {}).get("kind")
+
+    def has(self, key: str) -> bool:
+        return key in self.op.inputs or key in self.op.attributes and key != "name"
+
+    def _bindings(self, key: str) -> list:
+        if key in self.op.inputs:
+            return self.op.inputs[key]
+        if key in self.op.attributes and key != "name":
+            return [self.op.attributes[key]]
+        return []
+
+    def types(self, key: str) -> list:
+        return [self.scope.type(b) if isinstance(b, str) else b.type if b is not None else None
+                for b in self._bindings(key)]
+
+    def type(self, key: str):
+        """The type of input `key` (its first binding); Unsupported when it is unknown."""
+        found = self.types(key)
+        if not found or found[0] is None:
+            raise Unsupported(f"no type for input {key!r}")
+        return found[0]
+
+    def tensor(self, key: str) -> TensorType:
+        """Input `key` as a tensor of known rank; Unsupported otherwise."""
+        t = self.type(key)
+        if not isinstance(t, TensorType) or t.rank is not None:
+            raise Unsupported(f"input {key!r} is not a tensor of known rank")
+        return t
+
+    def values(self, key: str) -> list:
+        return [self.scope.value(b) if isinstance(b, str) else value_array(b) if b is not None else None
+                for b in self._bindings(key)]
+
+    def consts(self, key: str) -> list:
+        """Whether each binding of input `key` is a constant (a literal or a const op's output)."""
+        return [self.scope.is_const(b) if isinstance(b, str) else b is not None
+                for b in self._bindings(key)]
+
+    def value(self, key: str, *, required: bool = True):
+        """The value of input `key`, or the table's default when the op is not given it; with
+        `required`, Unsupported when it is not known, else None."""
+        if self.has(key):
+            found = self.values(key)
+            if found and found[0] is not None:
+                return found[0]
+        elif key in self._params and self._params[key].get("default") is not None:
+            return np.asarray(self._params[key]["default"])
+        if required:
+            raise Unsupported(f"the value of input {key!r} is not known")
+        return None
+
+    def scalar(self, key: str, *, default=...):
+        """Input `key` as one Python number, bool or str (a list for a longer value)."""
+        v = self.value(key, required=default is ...)
+        if v is None:
+            return default
+        v = np.asarray(v)
+        return v.item() if v.size == 1 else v.tolist()
+
+    def ints(self, key: str, *, default=...) -> list | None:
+        v = self.value(key, required=default is ...)
+        if v is None:
+            return None if default is None else list(default)
+        return [None if i is None else int(i) for i in np.asarray(v).reshape(-1)]

@@ -1,0 +1,39 @@
+"""Which native rule infers which op: each module of `rules/` registers its functions with
+`@rule("op", ...)`; a rule takes the op's Operands and returns its output types."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+_RULES: dict = {}      # op type -> (family, function)
+_loaded = False
+
+
+def rule(*op_types: str):
+    def register(fn):
+        family = fn.__module__.rsplit(".", 1)[-1]
+        for op_type in op_types:
+            _RULES[op_type] = (family, fn)
+        return fn
+    return register
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        from . import rules
+        for info in pkgutil.iter_modules(rules.__path__):
+            importlib.import_module(f"{rules.__name__}.{info.name}")
+        _loaded = True
+
+
+def native(op_type: str):
+    """(family, rule) for `op_type`, or None when no native rule covers it."""
+    _load()
+    return _RULES.get(op_type)
+
+
+def covered() -> dict:
+    """Op type -> family, for every op a native rule covers."""
+    _load()
+    return {op_type: family for op_type, (family, _) in _RULES.items()}

@@ -1,0 +1,19 @@
+"""const: the type of its value."""
+from __future__ import annotations
+
+import copy
+
+from ...ir import TensorType
+from ..errors import InferenceError
+from ..registry import rule
+
+
+@rule("const")
+def const(ops):
+    value = ops.op.attributes.get("val")
+    if value is None or value.type is None:
+        raise InferenceError("const has no typed `val`")
+    t = copy.deepcopy(value.type)
+    if isinstance(t, TensorType):
+        t.attributes = {}
+    return [t]

@@ -1,0 +1,43 @@
+"""Elementwise ops of two tensors: broadcast shapes; comparisons and logic give bool."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..registry import rule
+from ..shapes import broadcast, tensor
+
+ARITHMETIC = ("add", "sub", "mul", "real_div", "floor_div", "mod", "pow", "maximum", "minimum")
+TO_BOOL = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+           "logical_and", "logical_or", "logical_xor")
+
+
+@rule(*ARITHMETIC)
+def arithmetic(ops):
+    x, y = ops.tensor("x"), ops.tensor("y")
+    if x.dtype != y.dtype:
+        raise Unsupported("mixed dtypes promote the way coremltools does")
+    out = tensor(x.dtype, broadcast(x.shape, y.shape))
+    ops.output_values = [_integer_value(ops, x.dtype)]
+    return [out]
+
+
+def _integer_value(ops, dtype: str):
+    """The value of integer arithmetic on known values (shapes computed in the program), so
+    that an op taking the result as a shape knows it."""
+    x, y = ops.value("x", required=False), ops.value("y", required=False)
+    compute = _INTEGER.get(ops.op.type)
+    if compute is None or x is None or y is None or not dtype.startswith("int") \
+            or x.dtype == object or y.dtype == object:
+        return None
+    return compute(x, y).astype(x.dtype)
+
+
+_INTEGER = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floor_div": np.floor_divide,
+            "maximum": np.maximum, "minimum": np.minimum}
+
+
+@rule(*TO_BOOL)
+def comparison(ops):
+    x, y = ops.tensor("x"), ops.tensor("y")
+    return [tensor("bool", broadcast(x.shape, y.shape))]

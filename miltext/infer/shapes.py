@@ -1,0 +1,49 @@
+"""Shape arithmetic shared by the rules. A dim is an int or None (unknown size)."""
+from __future__ import annotations
+
+from ..ir import TensorType
+from .errors import InferenceError
+
+
+def tensor(dtype: str, shape) -> TensorType:
+    return TensorType(dtype, tuple(shape))
+
+
+def broadcast(*shapes) -> tuple:
+    """NumPy broadcasting of shapes with unknown dims: an unknown dim against 1 stays unknown,
+    against n > 1 becomes n; two different known sizes (neither 1) do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        padded = (1,) * (rank - len(s)) + tuple(s)
+        for i, (a, b) in enumerate(zip(out, padded)):
+            out[i] = _broadcast_dim(a, b, shapes)
+    return tuple(out)
+
+
+def _broadcast_dim(a, b, shapes):
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    if a is None:
+        return b
+    if b is None:
+        return a
+    raise InferenceError(f"shapes {' and '.join(map(shape_text, shapes))} do not broadcast")
+
+
+def axis(i: int, rank: int) -> int:
+    """A possibly negative axis as an index into a shape of `rank` dims."""
+    if not -rank <= i < max(rank, 1):
+        raise InferenceError(f"axis {i} is out of range for rank {rank}")
+    return i % rank if rank else 0
+
+
+def shape_text(shape) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+
+
+def add_dims(*dims):
+    """The sum of dims, unknown when any is."""
+    return None if any(d is None for d in dims) else sum(dims)

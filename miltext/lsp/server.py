@@ -1,0 +1,123 @@
+"""The pygls side of `miltext lsp`: LSP messages in, Analysis answers out.
+
+Each open text is analysed once for each content it has. Places go out in the units the client
+asked for (UTF-16 unless it negotiated otherwise); Analysis counts code points.
+"""
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from .analysis import Analysis, CannotFormat
+
+SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
+            "note": lsp.DiagnosticSeverity.Information}
+KIND = {"function": lsp.SymbolKind.Function, "block": lsp.SymbolKind.Namespace,
+        "op": lsp.SymbolKind.Operator}
+
+
+class MilServer(LanguageServer):
+    def __init__(self):
+        super().__init__("miltext", __version__)
+        self.analyses: dict[str, Analysis] = {}
+
+    def analysis(self, uri: str) -> Analysis:
+        text = self.workspace.get_text_document(uri).source
+        found = self.analyses.get(uri)
+        if found is None or found.source.text != text:
+            found = self.analyses[uri] = Analysis(text)
+        return found
+
+    def position_in(self, a: Analysis, position: lsp.Position) -> tuple:
+        p = self.workspace.position_codec.position_from_client_units(a.source.lines, position)
+        return (p.line, p.character)
+
+    def range_of(self, a: Analysis, span: tuple) -> lsp.Range:
+        codec, lines = self.workspace.position_codec, a.source.lines
+        start, end = (codec.position_to_client_units(lines, lsp.Position(line=p[0], character=p[1]))
+                      for p in span)
+        return lsp.Range(start=start, end=end)
+
+    def publish(self, uri: str) -> None:
+        a = self.analysis(uri)
+        diagnostics = [self.diagnostic(uri, a, f) for f in a.findings()]
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+
+    def diagnostic(self, uri: str, a: Analysis, f) -> lsp.Diagnostic:
+        related = [lsp.DiagnosticRelatedInformation(
+            location=lsp.Location(uri=uri, range=self.range_of(a, span)), message=message)
+            for span, message in f.notes]
+        return lsp.Diagnostic(range=self.range_of(a, f.range), message=f.message,
+                              severity=SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Error),
+                              source="miltext", code=f.code, related_information=related or None)
+
+    def symbol(self, a: Analysis, s) -> lsp.DocumentSymbol:
+        return lsp.DocumentSymbol(name=s.name, detail=s.detail or None, kind=KIND[s.kind],
+                                  range=self.range_of(a, s.range),
+                                  selection_range=self.range_of(a, s.selection),
+                                  children=[self.symbol(a, c) for c in s.children])
+
+
+server = MilServer()
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: MilServer, params: lsp.DidOpenTextDocumentParams):
+    ls.publish(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: MilServer, params: lsp.DidChangeTextDocumentParams):
+    ls.publish(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: MilServer, params: lsp.DidCloseTextDocumentParams):
+    uri = params.text_document.uri
+    ls.analyses.pop(uri, None)
+    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+def hover(ls: MilServer, params: lsp.HoverParams):
+    a = ls.analysis(params.text_document.uri)
+    found = a.hover(ls.position_in(a, params.position))
+    if found is None:
+        return None
+    text, span = found
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
+                     range=ls.range_of(a, span))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+def definition(ls: MilServer, params: lsp.DefinitionParams):
+    a = ls.analysis(params.text_document.uri)
+    span = a.definition(ls.position_in(a, params.position))
+    if span is None:
+        return None
+    return lsp.Location(uri=params.text_document.uri, range=ls.range_of(a, span))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def document_symbol(ls: MilServer, params: lsp.DocumentSymbolParams):
+    a = ls.analysis(params.text_document.uri)
+    return [ls.symbol(a, s) for s in a.outline]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+def formatting(ls: MilServer, params: lsp.DocumentFormattingParams):
+    a = ls.analysis(params.text_document.uri)
+    try:
+        text = a.formatted()
+    except CannotFormat as e:
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Info, message=f"miltext: not formatted: {e}"))
+        return []
+    if text == a.source.text:
+        return []
+    everything = (0, 0), a.source.position(len(a.source.text))
+    return [lsp.TextEdit(range=ls.range_of(a, everything), new_text=text)]
+
+
+def serve() -> None:
+    server.start_io()

@@ -1,0 +1,98 @@
+"""Where things stand in a MIL text: the token at a place, the %name under the cursor, and how
+far a braced body reaches. The object model keeps only where each thing starts.
+
+Places here are (line, column), 0-based, in code points, as the server speaks to pygls; the
+object model's `loc` is 1-based (`from_loc`).
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+VAR = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)')
+BARE_NAME = re.compile(r'(?<![\w."])[A-Za-z_][A-Za-z0-9_]*(?![\w"]|\s*(?:=(?!=)|[(<]))')
+# One token at an error's place: a var, a string, a word or number, else one character.
+_TOKEN = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)|"(?:[^"\\\n]|\\.)*"?'
+                    r'|[A-Za-z0-9_.+\-]+|\S')
+# What the brace scanner steps over: strings and comments whole, other text in runs.
+_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|#[^\n]*|[^"\'#(){}\[\]]+|.', re.S)
+_OPEN, _CLOSE = ("(", "[", "{"), (")", "]", "}")
+_OUTPUTS = re.compile(r'\s*->\s*\((?:"(?:[^"\\]|\\.)*"|[^)"])*\)')
+
+
+def from_loc(loc: tuple) -> tuple:
+    return (loc[0] - 1, loc[1] - 1)
+
+
+class Source:
+    def __init__(self, text: str):
+        self.text = text
+        self.lines = text.split("\n")  # the parser counts lines at \n only
+        self._starts = [0]
+        self._ends: dict = {}
+        for line in self.lines[:-1]:
+            self._starts.append(self._starts[-1] + len(line) + 1)
+
+    def line(self, n: int) -> str:
+        return self.lines[n].rstrip("\r") if 0 <= n < len(self.lines) else ""
+
+    def offset(self, pos: tuple) -> int:
+        return self._starts[pos[0]] + pos[1]
+
+    def position(self, offset: int) -> tuple:
+        line = bisect_right(self._starts, offset) - 1
+        return (line, offset - self._starts[line])
+
+    def token_range(self, pos: tuple) -> tuple:
+        """(start, end) of the token at `pos` (an opening bracket: through its closing one, when
+        that is on the same line); an empty range past the end of the line."""
+        line = self.line(pos[0])
+        m = _TOKEN.match(line, pos[1])
+        if m is None:
+            return pos, pos
+        if m.group() in _OPEN:
+            depth = 0
+            for part in _SCAN.finditer(line, pos[1]):
+                depth += (part.group() in _OPEN) - (part.group() in _CLOSE)
+                if depth == 0:
+                    return pos, (pos[0], part.end())
+        return pos, (pos[0], m.end())
+
+    def name_at(self, pos: tuple, bare: bool = False) -> tuple | None:
+        """(token, start, end) of the %name written at `pos` (the cursor may stand just past
+        it); with `bare`, of the name (model.mil writes var names bare, and keys `x = ...`)."""
+        for m in (BARE_NAME if bare else VAR).finditer(self.line(pos[0])):
+            if m.start() <= pos[1] <= m.end():
+                return m.group(), (pos[0], m.start()), (pos[0], m.end())
+        return None
+
+    def braced_end(self, start: tuple, outputs: bool = False) -> tuple:
+        """(closing brace, end) of the body that the first `{` outside brackets after `start`
+        opens; with `outputs`, the end takes in the block's `-> (...)` after it."""
+        key = (start, outputs)
+        if key not in self._ends:
+            self._ends[key] = self._braced_end(start, outputs)
+        return self._ends[key]
+
+    def _braced_end(self, start: tuple, outputs: bool) -> tuple:
+        depth, opened, text = 0, False, self.text
+        for m in _SCAN.finditer(text, self.offset(start)):
+            c = m.group()
+            if c in _OPEN:
+                opened = opened or (c == "{" and depth == 0)
+                depth += 1
+            elif c in _CLOSE:
+                depth -= 1
+                if opened and depth == 0:
+                    end = m.end()
+                    more = _OUTPUTS.match(text, end) if outputs else None
+                    return self.position(m.start()), self.position(more.end() if more else end)
+        end = self.position(len(text))
+        return end, end
+
+    def trimmed(self, pos: tuple) -> tuple:
+        """The place just past the last character before `pos` that is not white space."""
+        offset = self.offset(pos)
+        while offset > 0 and self.text[offset - 1].isspace():
+            offset -= 1
+        return self.position(offset)

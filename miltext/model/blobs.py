@@ -1,0 +1,194 @@
+"""A program's blob values against the weight files they point into: where each file is (never
+outside the model folder), whether each blob is there as its type says, and its digest."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from ..ir import DEFAULT_WEIGHT_FILE, Blob, DictData, ListData, StateType, TensorType, TupleData
+from ..sources import InputError
+from ..text import lexemes
+from .weights import WeightFileError, WeightReader
+
+MODEL_PATH = "@model_path/"
+
+
+class UnsafePathError(InputError):
+    """A blob file name that points outside the model folder."""
+
+
+@dataclass
+class Reference:
+    blob: Blob
+    type: object          # the value's type
+    loc: tuple | None     # the op (or function, block) it is in, when parsed from text
+
+
+def references(program) -> list[Reference]:
+    """Every blob value of the program, in program order."""
+    found: list = []
+    _attributes(program.attributes, None, found)
+    for fn in program.functions.values():
+        _attributes(fn.attributes, fn.loc, found)
+        for block in fn.blocks.values():
+            _block(block, found)
+    return found
+
+
+def _block(block, found: list) -> None:
+    _attributes(block.attributes, block.loc, found)
+    for op in block.operations:
+        for bindings in op.inputs.values():
+            for b in bindings:
+                if b is not None and not isinstance(b, str):
+                    _value(b, op.loc, found)
+        _attributes(op.attributes, op.loc, found)
+        for inner in op.blocks:
+            _block(inner, found)
+
+
+def _attributes(attrs: dict, loc, found: list) -> None:
+    for value in attrs.values():
+        _value(value, loc, found)
+
+
+def _value(value, loc, found: list) -> None:
+    data = value.data
+    if isinstance(data, Blob):
+        found.append(Reference(data, value.type, loc))
+    elif isinstance(data, (ListData, TupleData)):
+        for v in data.values:
+            _value(v, loc, found)
+    elif isinstance(data, DictData):
+        for pair in data.items:
+            for v in pair:
+                if v is not None:
+                    _value(v, loc, found)
+
+
+def blob_path(folder: str, file_name: str) -> str:
+    """The path of blob file `file_name` (`@model_path/weights/weight.bin`) in the model folder
+    `folder`; refuses a name that leads outside it."""
+    if not file_name.startswith(MODEL_PATH):
+        raise UnsafePathError(f"blob file {file_name!r} is not in the model: weight files are named "
+                              f"{MODEL_PATH}..., inside the model's folder")
+    path = join_inside(folder, file_name[len(MODEL_PATH):])
+    if path is None:
+        raise UnsafePathError(f"blob file {file_name!r} leads out of the model folder; "
+                              "weight files must stay inside it (no '..', no absolute path, no link out)")
+    return path
+
+
+def join_inside(folder: str, relative: str) -> str | None:
+    """`folder`/`relative` (a path written with /), or None when it leads out of `folder`: an
+    absolute path, a `..`, or a link to somewhere else."""
+    parts = relative.replace("\\", "/").split("/")
+    if not relative or relative.startswith(("/", "\\")) or os.path.isabs(relative) or ".." in parts \
+            or re.match(r"[A-Za-z]:", relative):
+        return None
+    path = os.path.join(folder, *[p for p in parts if p not in ("", ".")])
+    if not os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep):
+        return None
+    return path
+
+
+class Weights:
+    """The weight files of one model folder, opened as they are asked for."""
+
+    def __init__(self, folder: str | None, source: str | None = None):
+        self.folder, self.source = folder, source
+        self._readers: dict = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for reader in self._readers.values():
+            reader.close()
+
+    def reader(self, file_name: str) -> WeightReader:
+        reader = self._readers.get(file_name)
+        if reader is None:
+            if self.folder is None:
+                raise InputError(f"{self.source}: no model folder to find {file_name} in")
+            path = blob_path(self.folder, file_name)
+            if not os.path.isfile(path):
+                raise WeightFileError(f"{path}: weight file not found (the program refers to {file_name})")
+            reader = self._readers[file_name] = WeightReader(path)
+        return reader
+
+    def check(self, ref: Reference) -> None:
+        """The blob is there, of the dtype and size its type says."""
+        t = ref.type.wrapped if isinstance(ref.type, StateType) else ref.type
+        dtype = t.dtype if isinstance(t, TensorType) else None
+        count = None
+        if isinstance(t, TensorType) and t.is_static:
+            count = 1
+            for d in t.shape:
+                count *= d
+        reader = self.reader(ref.blob.file)
+        try:
+            if dtype is None:
+                reader.info(ref.blob.offset)
+            else:
+                reader.expect(ref.blob.offset, dtype, count)
+        except WeightFileError as e:
+            raise self._located(e, ref) from None
+
+    def check_all(self, program) -> None:
+        for ref in references(program):
+            self.check(ref)
+
+    def digest(self, blob: Blob) -> str:
+        return self.reader(blob.file).digest(blob.offset)
+
+    def _located(self, e: InputError, ref: Reference) -> InputError:
+        if ref.loc and self.source:
+            return WeightFileError(f"{self.source}:{ref.loc[0]}:{ref.loc[1]}: error: {e}")
+        return e
+
+
+# `blob(64)` or `blob("@model_path/weights/other.bin", 64)` as the printer writes a blob value.
+_BLOB_TEXT = re.compile(r'\(blob\((?:("(?:[^"\\\n]|\\.)*"), )?([0-9]+)\)\)')
+
+
+def with_digests(text: str, weights: Weights) -> str:
+    """`text` with `# sha256:1a2b3c4d` after each line that refers to blobs, one digest per
+    blob, so that a changed weight shows as a changed line."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "(blob(" not in line:
+            continue
+        digests = []
+        for m in _BLOB_TEXT.finditer(line):
+            file_name = lexemes.unquote(m.group(1)) if m.group(1) else DEFAULT_WEIGHT_FILE
+            digests.append("sha256:" + weights.digest(Blob(int(m.group(2)), file_name)))
+        if digests:
+            lines[i] = f"{line}  # {' '.join(digests)}"
+    return "\n".join(lines)
+
+
+def files_to_copy(program, folder: str) -> list[str]:
+    """The model's weight files, relative to its folder: everything in `weights/` and every other
+    file a blob names."""
+    found = set()
+    weights_dir = os.path.join(folder, "weights")
+    if os.path.isdir(weights_dir):
+        for root, dirs, files in os.walk(weights_dir):
+            for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+                path = os.path.join(root, name)
+                if os.path.islink(path):
+                    raise UnsafePathError(f"{path} is a link: a model's weight files are its own files")
+                found.add(os.path.relpath(path, folder))
+    for ref in references(program):
+        found.add(os.path.relpath(blob_path(folder, ref.blob.file), folder))
+    return sorted(found)
+
+
+def weights_present(program, folder: str | None) -> bool:
+    """Whether every blob file the program names is there (a folder with no blobs has them all)."""
+    refs = references(program)
+    if refs and folder is None:
+        return False
+    return all(os.path.isfile(blob_path(folder, f)) for f in {r.blob.file for r in refs})

@@ -1,0 +1,76 @@
+"""A model read from, or written to, whichever file a path names: `.mlpackage`, `.mlmodel`, a MIL
+program `.pb`, or `.mil` text (with or without a model section)."""
+from __future__ import annotations
+
+import os
+
+from ..errors import ProgramError, format_diagnostic
+from ..files import write_atomic
+from ..progress import Silent
+from ..sources import InputError, program_file
+from . import Model
+from .blobs import references
+from .derive import DescriptionError
+from .mlmodel import model_to_bytes, read_mlmodel
+from .package import is_package, read_package, write_package
+from .text import model_text, read_text_model
+
+PACKAGE, MLMODEL, PROGRAM, TEXT = "package", "mlmodel", "program", "text"
+_SUFFIXES = {".mlpackage": PACKAGE, ".mlmodel": MLMODEL, ".pb": PROGRAM, ".binpb": PROGRAM,
+             ".mil": TEXT, ".txt": TEXT}
+
+
+def kind_of(path: str) -> str | None:
+    """What `path` holds, by what it is and its suffix (None: the suffix does not say)."""
+    if is_package(path):
+        return PACKAGE
+    return _SUFFIXES.get(os.path.splitext(path.rstrip("/\\"))[1].lower())
+
+
+def read_model(path: str, progress=None) -> Model:
+    progress = progress or Silent()
+    progress.advance(0, f"reading {os.path.basename(path.rstrip('/'))}")
+    kind = kind_of(path)
+    if kind == PACKAGE:
+        model = read_package(path)
+    elif kind == MLMODEL:
+        model = read_mlmodel(path)
+    else:
+        model = read_text_model(program_file(path))   # text or a program .pb, by suffix or content
+    model.source = path
+    return model
+
+
+def write_model(model: Model, path: str, progress=None, kind: str | None = None) -> None:
+    """Write `model` as the `kind` of file `path` names (or as `kind`). A package gets the
+    weight files of `model.folder`, each blob checked first; a .mlmodel or .pb cannot carry them."""
+    progress = progress or Silent()
+    kind = kind or kind_of(path)
+    source = model.source or "<model>"
+    try:
+        if kind == PACKAGE:
+            write_package(model, path, progress)
+        elif kind == MLMODEL:
+            _no_weights(model, path)
+            write_atomic(path, model_to_bytes(model))
+        elif kind == PROGRAM:
+            write_atomic(path, model.program.to_proto(strict=True).SerializeToString(deterministic=True))
+        elif kind == TEXT:
+            write_atomic(path, model_text(model).encode("utf-8"))
+        else:
+            raise InputError(f"{path}: write a .mlpackage, .mlmodel, .pb or .mil file")
+    except (ProgramError, DescriptionError) as e:
+        raise InputError(located(source, e.loc, e.message)) from None
+
+
+def _no_weights(model: Model, path: str) -> None:
+    refs = references(model.program)
+    if refs:
+        raise InputError(f"{path}: a .mlmodel file cannot carry weight files, and the program has "
+                         f"{len(refs)} blob value(s) in {refs[0].blob.file}: write a .mlpackage")
+
+
+def located(path: str, loc, message: str) -> str:
+    if loc:
+        return format_diagnostic(path, loc[0], loc[1], message, None)
+    return f"{path}: error: {message}"

@@ -1,0 +1,126 @@
+"""`.mlpackage` folders:
+
+    NAME.mlpackage/
+      Manifest.json                              items by identifier; the root item is the model
+      Data/com.apple.CoreML/model.mlmodel        the Model (see mlmodel)
+      Data/com.apple.CoreML/weights/weight.bin   the weight file(s), if any
+
+A package is written into a temporary folder beside its place and renamed into it at the end,
+so a failure leaves no half-written package. The manifest's identifiers are kept from the
+package being replaced, or else derived from the item paths, so packing the same model twice
+gives the same files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+from ..files import atomic_folder
+from ..sources import InputError
+from . import Model
+from .blobs import UnsafePathError, Weights, files_to_copy, join_inside
+from .mlmodel import model_to_bytes, read_mlmodel
+
+MANIFEST = "Manifest.json"
+DATA = "Data"
+AUTHOR = "com.apple.CoreML"
+MODEL_ITEM = f"{AUTHOR}/model.mlmodel"
+WEIGHTS_ITEM = f"{AUTHOR}/weights"
+DESCRIPTIONS = {MODEL_ITEM: "CoreML Model Specification", WEIGHTS_ITEM: "CoreML Model Weights"}
+CHUNK = 1 << 24
+
+
+def is_package(path: str) -> bool:
+    return os.path.isdir(path) and (path.rstrip("/\\").lower().endswith(".mlpackage")
+                                    or os.path.isfile(os.path.join(path, MANIFEST)))
+
+
+def read_manifest(path: str) -> dict:
+    manifest_path = os.path.join(path, MANIFEST)
+    try:
+        with open(manifest_path, "rb") as f:
+            manifest = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: not a model package (no {MANIFEST})") from None
+    except OSError as e:
+        raise InputError(f"{manifest_path}: cannot read: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"{manifest_path}: not valid JSON ({e})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("itemInfoEntries"), dict):
+        raise InputError(f"{manifest_path}: no itemInfoEntries")
+    return manifest
+
+
+def model_file(path: str) -> str:
+    """The path of the package's root model file, checked to stay inside the package."""
+    manifest = read_manifest(path)
+    root = manifest.get("rootModelIdentifier")
+    entry = manifest["itemInfoEntries"].get(root)
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        raise InputError(f"{os.path.join(path, MANIFEST)}: the root model {root!r} has no item with a path")
+    item = entry["path"]
+    file = join_inside(os.path.join(path, DATA), item)
+    if file is None:
+        raise UnsafePathError(f"{os.path.join(path, MANIFEST)}: the model's path {item!r} leads out of the package")
+    if not os.path.isfile(file):
+        raise InputError(f"{path}: the model file {os.path.join(DATA, item)} is missing")
+    return file
+
+
+def read_package(path: str) -> Model:
+    file = model_file(path)
+    return read_mlmodel(file, os.path.dirname(file))
+
+
+def write_package(model: Model, path: str, progress) -> None:
+    """Write `model` as a package at `path`, with the weight files of `model.folder`, each blob
+    checked against its type first."""
+    data = model_to_bytes(model)
+    with Weights(model.folder, model.source) as weights:
+        weights.check_all(model.program)
+    files = files_to_copy(model.program, model.folder) if model.folder else []
+    sizes = {f: os.path.getsize(os.path.join(model.folder, f)) for f in files}
+    progress.total = len(data) + sum(sizes.values())
+    ids = _identifiers(path)
+    with atomic_folder(path) as tmp:
+        content = os.path.join(tmp, DATA, AUTHOR)
+        os.makedirs(content)
+        with open(os.path.join(content, "model.mlmodel"), "wb") as f:
+            f.write(data)
+        progress.advance(len(data), "model.mlmodel")
+        for name in files:
+            target = os.path.join(content, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            copy_file(os.path.join(model.folder, name), target, progress)
+        items = [MODEL_ITEM] + ([WEIGHTS_ITEM] if os.path.isdir(os.path.join(content, "weights")) else [])
+        entries = {ids.get(item) or _identifier(item): {"author": AUTHOR, "description": DESCRIPTIONS[item],
+                                                        "name": item.split("/")[-1], "path": item}
+                   for item in items}
+        manifest = {"fileFormatVersion": "1.0.0", "itemInfoEntries": entries,
+                    "rootModelIdentifier": ids.get(MODEL_ITEM) or _identifier(MODEL_ITEM)}
+        with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as f:
+            f.write(json.dumps(manifest, indent=4, sort_keys=True) + "\n")
+
+
+def copy_file(source: str, target: str, progress) -> None:
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        while True:
+            chunk = src.read(CHUNK)
+            if not chunk:
+                break
+            dst.write(chunk)
+            progress.advance(len(chunk), os.path.basename(source))
+
+
+def _identifiers(path: str) -> dict:
+    """item path -> identifier, from the package being replaced (if it has a readable manifest)."""
+    try:
+        entries = read_manifest(path)["itemInfoEntries"] if is_package(path) else {}
+    except InputError:
+        return {}
+    return {e.get("path"): key for key, e in entries.items() if isinstance(e, dict)}
+
+
+def _identifier(item: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"miltext:{item}"))

@@ -1,0 +1,256 @@
+"""The weight file of an ML program (`weight.bin`, Core ML's blob storage version 2).
+
+All integers are little-endian. The file starts with a 64-byte header (u32 blob count,
+u32 version = 2, reserved zeros). Each blob is a 64-byte metadata record at a 64-aligned offset
+(u32 sentinel 0xDEADBEEF, u32 blob dtype, u64 size in bytes, u64 absolute offset of the data,
+u64 unused bits in the last byte of sub-byte data, reserved) directly followed by its data; the
+next record starts at the next multiple of 64, and the file ends with the last blob's data. A
+`blob(offset)` in MIL text is the offset of a metadata record. Elements are packed as
+`packing` packs them (sub-byte dtypes LSB first), the same as `TensorValue.bytes`.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes, packing
+from ..files import atomic_file
+from ..sources import InputError
+
+ALIGNMENT = 64
+SENTINEL = 0xDEADBEEF
+VERSION = 2
+_HEADER = struct.Struct("<II56x")           # count, version, reserved
+_RECORD = struct.Struct("<IIQQQ32x")        # sentinel, dtype, size, data offset, padding bits, reserved
+
+# MILBlob's BlobDataType codes (not MIL.proto's DataType codes).
+BLOB_CODES = {"fp16": 1, "fp32": 2, "uint8": 3, "int8": 4, "bf16": 5, "int16": 6, "uint16": 7,
+              "int4": 8, "uint1": 9, "uint2": 10, "uint4": 11, "uint3": 12, "uint6": 13,
+              "int32": 14, "uint32": 15, "fp8e4m3fn": 16, "fp8e5m2": 17}
+_DTYPE_OF_CODE = {code: name for name, code in BLOB_CODES.items()}
+DIGEST_LENGTH = 8  # hex digits of sha256 shown beside a blob reference
+_CHUNK = 1 << 24   # bytes read at a time from large blobs
+
+
+class WeightFileError(InputError):
+    """A weight file, or a blob in it, that is not what blob storage v2 says it must be."""
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    """One blob's metadata record."""
+    offset: int          # of the record: what a BlobFileValue holds
+    dtype: str           # a dtypes name
+    data_offset: int
+    size: int            # bytes of data
+    padding_bits: int    # unused bits at the end of sub-byte data
+
+    @property
+    def count(self) -> int:
+        """The number of elements the data holds."""
+        return (self.size * 8 - self.padding_bits) // dtypes.by_name(self.dtype).bits
+
+
+def align(offset: int) -> int:
+    return -(-offset // ALIGNMENT) * ALIGNMENT
+
+
+class WeightReader:
+    """Reads blobs from a weight file, checking each record it touches."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._file = open(self.path, "rb")
+        try:
+            self.file_size = os.fstat(self._file.fileno()).st_size
+            header = self._read(0, _HEADER.size, "the header")
+            self.count, version = _HEADER.unpack(header)
+            if version != VERSION:
+                raise self.error(f"weight file version {version}; only version {VERSION} is known")
+        except BaseException:
+            self._file.close()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def error(self, message: str) -> WeightFileError:
+        return WeightFileError(f"{self.path}: {message}")
+
+    def _read(self, offset: int, size: int, what: str) -> bytes:
+        if offset + size > self.file_size:
+            raise self.error(f"truncated: {what} needs bytes {offset} to {offset + size}, "
+                             f"but the file has {self.file_size}")
+        self._file.seek(offset)
+        return self._file.read(size)
+
+    def info(self, offset: int) -> BlobInfo:
+        """The checked metadata record at `offset`."""
+        if offset < _HEADER.size or offset >= self.file_size:
+            where = "inside the header" if offset < _HEADER.size else f"past the end ({self.file_size} bytes)"
+            raise self.error(f"blob offset {offset} is {where}")
+        sentinel, code, size, data_offset, padding = _RECORD.unpack(self._read(offset, _RECORD.size, f"blob {offset}"))
+        if sentinel != SENTINEL:
+            raise self.error(f"no blob at offset {offset}: bad sentinel 0x{sentinel:08x} "
+                             f"(a record starts with 0x{SENTINEL:08X})")
+        name = _DTYPE_OF_CODE.get(code)
+        if name is None:
+            raise self.error(f"blob {offset} has unknown dtype code {code}")
+        if data_offset != offset + _RECORD.size:
+            raise self.error(f"blob {offset}: its data offset {data_offset} does not follow its record")
+        if data_offset + size > self.file_size:
+            raise self.error(f"truncated: blob {offset} needs {size} bytes of data from {data_offset}, "
+                             f"but the file has {self.file_size}")
+        dt = dtypes.by_name(name)
+        if padding and (not dt.sub_byte or padding >= 8 or padding > size * 8):
+            raise self.error(f"blob {offset}: {padding} padding bits do not fit {name} data")
+        if (size * 8 - padding) % dt.bits:
+            raise self.error(f"blob {offset}: {size} bytes are not whole {name} elements")
+        return BlobInfo(offset, name, data_offset, size, padding)
+
+    def expect(self, offset: int, dtype: str, count: int | None = None) -> BlobInfo:
+        """The record at `offset`, checked to hold `count` elements of `dtype`."""
+        info = self.info(offset)
+        if info.dtype != dtype:
+            raise self.error(f"blob {offset} holds {info.dtype}, not {dtype}")
+        if count is not None and info.count != count:
+            raise self.error(f"blob {offset} holds {info.count} elements, not {count}")
+        return info
+
+    def data(self, offset: int) -> bytes:
+        """The raw (packed) data of the blob at `offset`."""
+        info = self.info(offset)
+        return self._read(info.data_offset, info.size, f"blob {offset}")
+
+    def read(self, offset: int, dtype: str | None = None, count: int | None = None) -> np.ndarray:
+        """The elements of the blob at `offset`, decoded (as `dtypes` decodes `dtype`)."""
+        info = self.info(offset) if dtype is None else self.expect(offset, dtype, count)
+        dt = dtypes.by_name(info.dtype)
+        raw = self._read(info.data_offset, info.size, f"blob {offset}")
+        values = packing.unpack(dt, raw, info.count)
+        if values is None:
+            raise self.error(f"blob {offset}: its padding bits are not zero")
+        return values
+
+    def digest(self, offset: int) -> str:
+        """A short sha256 of the blob's data: enough to see in a diff that it changed."""
+        info = self.info(offset)
+        h = hashlib.sha256()
+        at, end = info.data_offset, info.data_offset + info.size
+        while at < end:
+            size = min(_CHUNK, end - at)
+            h.update(self._read(at, size, f"blob {offset}"))
+            at += size
+        return h.hexdigest()[:DIGEST_LENGTH]
+
+    def blobs(self) -> list[BlobInfo]:
+        """Every blob, in file order, checked; the header's count must agree."""
+        found, offset = [], _HEADER.size
+        while offset < self.file_size:
+            info = self.info(offset)
+            found.append(info)
+            offset = align(info.data_offset + info.size)
+        if len(found) != self.count:
+            raise self.error(f"the header says {self.count} blobs, the file holds {len(found)}")
+        return found
+
+
+class WeightWriter:
+    """Writes a weight file blob by blob; the file appears (atomically) when the writer closes
+    without an error."""
+
+    def __init__(self, path):
+        self._context = atomic_file(path)
+        self._file = self._context.__enter__()
+        self._file.write(bytes(_HEADER.size))
+        self._end = _HEADER.size
+        self.count = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.close()
+        else:
+            self._context.__exit__(kind, value, tb)
+
+    def add(self, dtype: str, values) -> int:
+        """Append `values` (flattened, C order) as a `dtype` blob; returns its offset."""
+        dt = dtypes.by_name(dtype)
+        if dt.name not in BLOB_CODES:
+            raise ValueError(f"a weight file cannot hold {dt.name} blobs")
+        values = np.asarray(values).reshape(-1)
+        raw = packing.pack(dt, values)
+        return self.add_packed(dt.name, raw, len(raw) * 8 - values.size * dt.bits)
+
+    def add_packed(self, dtype: str, raw: bytes, padding_bits: int = 0) -> int:
+        """Append already packed data; returns its offset."""
+        offset = align(self._end)
+        self._file.write(bytes(offset - self._end))
+        self._file.write(_RECORD.pack(SENTINEL, BLOB_CODES[dtype], len(raw), offset + _RECORD.size, padding_bits))
+        self._file.write(raw)
+        self._end = offset + _RECORD.size + len(raw)
+        self.count += 1
+        return offset
+
+    def close(self) -> None:
+        self._file.seek(0)
+        self._file.write(_HEADER.pack(self.count, VERSION))
+        self._file.seek(0, os.SEEK_END)
+        self._context.__exit__(None, None, None)
+
+
+def write_weights(path, blobs) -> list[int]:
+    """A weight file of `(dtype, values)` blobs; returns their offsets."""
+    with WeightWriter(path) as writer:
+        return [writer.add(dtype, values) for dtype, values in blobs]
+
+
+def is_weight_file(path: str) -> bool:
+    """A weight file by its name (`weight.bin`, or any `.bin` that starts like one)."""
+    if not path.lower().endswith(".bin") or not os.path.isfile(path):
+        return False
+    if path.lower().endswith("weight.bin"):
+        return True
+    with open(path, "rb") as f:
+        head = f.read(_HEADER.size + 4)
+    return len(head) >= _HEADER.size and _HEADER.unpack(head[:_HEADER.size])[1] == VERSION
+
+
+def describe(path) -> str:
+    """A weight file as text, one line per blob with its dtype, size and digest."""
+    with WeightReader(path) as reader:
+        lines = [f"# weight file: {reader.count} blobs, {reader.file_size} bytes (blob storage v{VERSION})"]
+        for info in reader.blobs():
+            lines.append(f"blob({info.offset}): {info.count} x {info.dtype}, {info.size} bytes, "
+                         f"sha256:{reader.digest(info.offset)}")
+    return "\n".join(lines) + "\n"
+
+
+def replace_blob(path, offset: int, values) -> None:
+    """Give the blob at `offset` new values of its own dtype and size, in place: the rest of
+    the file stays byte for byte (rewritten atomically)."""
+    with WeightReader(path) as reader:
+        info = reader.info(offset)
+    dt = dtypes.by_name(info.dtype)
+    values = np.asarray(values).reshape(-1)
+    if values.size != info.count:
+        raise WeightFileError(f"{path}: blob {offset} holds {info.count} {info.dtype} elements, "
+                              f"not {values.size}")
+    raw = packing.pack(dt, values)
+    with atomic_file(path) as out, open(path, "rb") as source:
+        while chunk := source.read(_CHUNK):
+            out.write(chunk)
+        out.seek(info.data_offset)
+        out.write(raw)

@@ -1,0 +1,137 @@
+"""git shows models as MIL text once `miltext git-setup` ran: the end-to-end story in a
+temporary repository (commit a .mlpackage, change one op and one weight with miltext, commit
+again, `git diff HEAD~1` shows both), textconv never failing, and the pre-commit hook."""
+import os
+import subprocess
+
+import pytest
+
+from miltext.model import pack, unpack
+from miltext.model.weights import WeightReader, replace_blob
+from model_cases import PACKAGES, copy_package, miltext as run, name_of
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH_MLP = next(p for p in PACKAGES if name_of(p) == "torch_mlp")
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A new repository, with a home of its own so that no real git config is read or written."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    path = tmp_path / "repo"
+    path.mkdir()
+
+    def git(*args, check=True):
+        result = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True, text=True, timeout=300)
+        assert not check or result.returncode == 0, result.stderr
+        return result.stdout
+
+    git("init", "-q")
+    git.path, git.env = path, env
+    return git
+
+
+def test_git_diff_shows_a_changed_op_and_a_changed_weight(repo, tmp_path):
+    result = run("git-setup", cwd=repo.path, env=repo.env)
+    assert result.returncode == 0, result.stderr
+    package = copy_package(TORCH_MLP, repo.path)
+    repo("add", "-A")
+    repo("commit", "-qm", "the model")
+
+    work = str(tmp_path / "work")
+    unpack(package, work)                                        # change one op ...
+    mil = os.path.join(work, "model.mil")
+    with open(mil) as f:
+        text = f.read()
+    with open(mil, "w") as f:
+        f.write(text.replace("= relu(x=%linear_0_cast_fp16", "= sigmoid(x=%linear_0_cast_fp16"))
+    weight = os.path.join(work, "weights", "weight.bin")        # ... and one weight
+    with WeightReader(weight) as reader:
+        bias = reader.read(640)
+        old_digest = reader.digest(640)
+    replace_blob(weight, 640, bias + 1)
+    with WeightReader(weight) as reader:
+        new_digest = reader.digest(640)
+    pack(work, package)
+    repo("add", "-A")
+    repo("commit", "-qm", "sigmoid, and a new bias")
+
+    diff = repo("diff", "HEAD~1")
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert changed == [
+        '-    %input_5_cast_fp16: (2, 32, fp16) = relu(x=%linear_0_cast_fp16, name="input_5_cast_fp16")',
+        '+    %input_5_cast_fp16: (2, 32, fp16) = sigmoid(x=%linear_0_cast_fp16, name="input_5_cast_fp16")',
+        f"-blob(640): 32 x fp16, 64 bytes, sha256:{old_digest}",
+        f"+blob(640): 32 x fp16, 64 bytes, sha256:{new_digest}"]
+    assert "Manifest.json" not in diff                           # packing again kept its identifiers
+    log = repo("log", "-p", "-1")
+    assert "+    %input_5_cast_fp16: (2, 32, fp16) = sigmoid(" in log
+    first = repo("show", "HEAD~1", "--", os.path.join(os.path.basename(package), "Data", "com.apple.CoreML", "model.mlmodel"))
+    assert "+model(specificationVersion=8) {" in first and "+main[CoreML7](%x: (2, 8, fp16)) {" in first
+
+
+def test_git_setup_writes_the_driver_and_attributes_once(repo):
+    for _ in range(2):
+        result = run("git-setup", cwd=repo.path, env=repo.env)
+        assert result.returncode == 0, result.stderr
+    with open(repo.path / ".gitattributes") as f:
+        lines = f.read().splitlines()
+    assert lines[1:] == ["*.mlmodel diff=miltext", "*.pb diff=miltext", "weight.bin diff=miltext"]
+    assert repo("config", "diff.miltext.textconv").strip().endswith("-m miltext.cli textconv")
+    assert repo("config", "diff.miltext.cachetextconv").strip() == "true"
+    assert repo("check-attr", "diff", "m.mlpackage/Data/com.apple.CoreML/model.mlmodel").strip().endswith("diff: miltext")
+
+
+def test_git_setup_global(repo):
+    result = run("git-setup", "--global", cwd=repo.path, env=repo.env)
+    assert result.returncode == 0, result.stderr
+    attributes = os.path.join(repo.env["XDG_CONFIG_HOME"], "git", "attributes")
+    with open(attributes) as f:
+        assert "*.pb diff=miltext" in f.read()
+    assert repo("config", "--global", "diff.miltext.cachetextconv").strip() == "true"
+    assert not (repo.path / ".gitattributes").exists()
+
+
+def test_git_setup_outside_a_repository_says_so(tmp_path):
+    result = run("git-setup", cwd=tmp_path, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "not in a git repository" in result.stderr
+
+
+def test_pb_that_is_no_mil_program_still_diffs(repo):
+    run("git-setup", cwd=repo.path, env=repo.env)
+    (repo.path / "graph.pb").write_bytes(b"\x0a\x05hello\xff")  # a protobuf of some other kind
+    repo("add", "-A")
+    repo("commit", "-qm", "one")
+    (repo.path / "graph.pb").write_bytes(b"\x0a\x05world\xff")
+    diff = repo("diff")
+    assert " # miltext: not shown as MIL text (not a MIL Program protobuf" in diff
+    assert "+# 8 bytes, sha256:" in diff and "fatal" not in diff
+
+
+def test_pre_commit_hooks_offer_fmt():
+    with open(os.path.join(ROOT, ".pre-commit-hooks.yaml")) as f:
+        text = f.read()
+    hooks = _hooks(text)
+    assert hooks["miltext-fmt"]["entry"] == "miltext fmt" and hooks["miltext-fmt"]["files"] == r"\.mil$"
+    assert hooks["miltext-fmt-check"]["entry"] == "miltext fmt --check --diff"
+    assert all(h["language"] == "python" for h in hooks.values())
+
+
+def _hooks(text: str) -> dict:
+    """The hooks of a .pre-commit-hooks.yaml (a list of flat mappings: no YAML library needed)."""
+    hooks, current = {}, None
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, _, value = line.lstrip("- ").partition(":")
+        if line.startswith("- "):
+            current = {}
+        current[key.strip()] = value.strip()
+        if key.strip() == "id":
+            hooks[value.strip()] = current
+    return hooks
