@@ -46,4 +46,17 @@ def check(program: "Program", *, filename: str | None = None, source: str | None
     return check_program(program, filename=filename, source=source, weights=weights)
 
 
-__all__ = ["loads", "load", "dumps", "dump", "check", "ParseError", "ProgramError", *_ir_all]
+def from_coremltools(obj, folder=None) -> "Program":
+    """A Program from a coremltools (pymil) Program or an ML program MLModel; see interop."""
+    from .interop import from_coremltools as convert
+    return convert(obj, folder)
+
+
+def to_coremltools(program: "Program", folder=None):
+    """A coremltools (pymil) Program from a Program; see interop."""
+    from .interop import to_coremltools as convert
+    return convert(program, folder)
+
+
+__all__ = ["loads", "load", "dumps", "dump", "check", "from_coremltools", "to_coremltools",
+           "ParseError", "ProgramError", *_ir_all]

@@ -58,7 +58,12 @@ def bits_to_float(dtype: DType, bits: np.ndarray) -> np.ndarray:
         return bits.view(dtype.numpy)
     if dtype.name == "bf16":
         return (bits.astype(np.uint32) << 16).view(np.float32)
-    return FP8_TABLES[dtype.name][bits]
+    values = FP8_TABLES[dtype.name][bits]
+    nan = np.isnan(values)
+    if nan.any():  # keep which NaN it was, in the float32 payload, for _fp8_bits to restore
+        raw = values.view(np.uint32)
+        raw[nan] = 0x7FC00000 | bits[nan].astype(np.uint32)
+    return values
 
 
 def _bf16_bits(values: np.ndarray) -> np.ndarray:
@@ -92,7 +97,16 @@ def _nearest_fp8(name, v, sorted_vals, sorted_codes):
     out = np.where(pick_hi, sorted_codes[hi], sorted_codes[lo])
     exact_zero = v == 0
     out[exact_zero] = np.where(np.signbit(v[exact_zero]), 0x80, 0x00)
-    out[np.isnan(v)] = CANONICAL_NAN_BITS[name] | (np.signbit(v[np.isnan(v)]).astype(np.uint8) << 7)
+    nan = np.isnan(v)
+    if nan.any():  # a NaN that came from an fp8 code carries it in its payload
+        payload = (v[nan].astype(np.float32).view(np.uint32) & 0xFF).astype(np.uint8)
+        fallback = CANONICAL_NAN_BITS[name] | (np.signbit(v[nan]).astype(np.uint8) << 7)
+        out[nan] = np.where(np.isnan(FP8_TABLES[name][payload]), payload, fallback)
+    # Infinities: e5m2 has them; e4m3fn has none, and an infinity becomes its NaN.
+    table = FP8_TABLES[name]
+    for sign, value in ((0x00, np.inf), (0x80, -np.inf)):
+        codes = np.flatnonzero(table == value)
+        out[v == value] = codes[0] if codes.size else CANONICAL_NAN_BITS[name] | sign
     return out.astype(np.uint8)
 
 

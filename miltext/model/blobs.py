@@ -23,6 +23,7 @@ class Reference:
     blob: Blob
     type: object          # the value's type
     loc: tuple | None     # the op (or function, block) it is in, when parsed from text
+    value: object = None  # the Value holding the blob
 
 
 def references(program) -> list[Reference]:
@@ -56,7 +57,7 @@ def _attributes(attrs: dict, loc, found: list) -> None:
 def _value(value, loc, found: list) -> None:
     data = value.data
     if isinstance(data, Blob):
-        found.append(Reference(data, value.type, loc))
+        found.append(Reference(data, value.type, loc, value))
     elif isinstance(data, (ListData, TupleData)):
         for v in data.values:
             _value(v, loc, found)
