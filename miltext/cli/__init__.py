@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"{__name__}.{module_name}")
         p = sub.add_parser(name, help=help_text, description=module.__doc__.split("\n\n")[0])
         module.add_arguments(p)
-        p.set_defaults(run=module.run)
+        # An input at fault exits 1, or what the command's convention says (diff's is 2).
+        p.set_defaults(run=module.run, error_status=getattr(module, "ERROR_STATUS", 1))
     return ap
 
 
@@ -50,13 +51,13 @@ def main(argv=None) -> int:
         return args.run(args)
     except ParseError as e:
         print(e.render_all(), file=sys.stderr)
-        return 1
+        return args.error_status
     except (InputError, ProgramError) as e:
         print(str(e), file=sys.stderr)
-        return 1
+        return args.error_status
     except OSError as e:
         print(f"miltext: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 1
+        return args.error_status
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # a bug of miltext's: say so in one line, keep the traceback for debugging
@@ -64,7 +65,7 @@ def main(argv=None) -> int:
             raise
         print(f"miltext: internal error: {type(e).__name__}: {e} "
               "(please report it; set MILTEXT_DEBUG=1 to see where)", file=sys.stderr)
-        return 1
+        return args.error_status
 
 
 def write_stdout(text: str) -> None:

@@ -6,10 +6,11 @@ changed line. Exit status as diff's: 0 when the texts are the same, 1 when they 
 an input cannot be read.
 """
 import difflib
-import sys
 
 from ..progress import Progress
 from . import write_stdout
+
+ERROR_STATUS = 2  # as diff's
 
 
 def add_arguments(p) -> None:
@@ -20,23 +21,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..errors import ParseError, ProgramError
     from ..model.text import file_text
-    from ..sources import InputError
     digests = False if args.no_weight_digests else None
-    try:
-        with Progress("diff") as progress:
-            a = file_text(args.a, digests, progress)
-            b = file_text(args.b, digests, progress)
-    except ParseError as e:
-        print(e.render_all(), file=sys.stderr)
-        return 2
-    except (InputError, ProgramError) as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"miltext: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 2
+    with Progress("diff") as progress:
+        a = file_text(args.a, digests, progress)
+        b = file_text(args.b, digests, progress)
     if a == b:
         return 0
     write_stdout("".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True), args.a, args.b,
