@@ -3,8 +3,9 @@ blocks (exec'd there, in one namespace) in order, and each block marked `<!-- ou
 exactly what the block before it printed.
 
 The block marked `<!-- tutorial: torch -->` converts a torch model; the run builds the same
-model from examples/mlp instead, so that it needs no torch, and a second test checks, when torch
-is installed, that the block really makes that model.
+model from examples/mlp instead, so that the suite needs no torch. scripts/make_examples.py runs
+that very code to make examples/mlp (with torch installed: `python scripts/make_examples.py mlp`
+rewrites it, and `git diff examples/` must show nothing).
 """
 import contextlib
 import io
@@ -82,17 +83,3 @@ def test_the_tutorial_runs(tmp_path, monkeypatch):
         output = run_sh(body, work, env) if lang == "sh" else run_python(body, namespace)
         if expected is not None:
             assert output == expected, f"docs/tutorial.md:{line}: the output shown is not the output"
-
-
-def test_the_torch_step_makes_the_example(tmp_path, monkeypatch):
-    pytest.importorskip("torch")
-    pytest.importorskip("coremltools")
-    from coremltools.converters.mil import Builder
-    from miltext.model import read_model
-    from miltext.model.text import model_text
-    monkeypatch.chdir(tmp_path)
-    Builder.name_count.clear()   # coremltools numbers op names per process: start as a fresh one
-    (body,) = [s[2] for s in steps() if s[3] == TORCH]
-    run_python(body, {"__name__": "__tutorial__"})
-    with open(EXAMPLE, encoding="utf-8") as f:
-        assert model_text(read_model("MLP.mlpackage")) == f.read()
