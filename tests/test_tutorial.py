@@ -3,8 +3,8 @@ blocks (exec'd there, in one namespace) in order, and each block marked `<!-- ou
 exactly what the block before it printed.
 
 The block marked `<!-- tutorial: torch -->` converts a torch model; the run builds the same
-model from examples/mlp instead, so that the suite needs no torch. scripts/make_examples.py runs
-that very code to make examples/mlp (with torch installed: `python scripts/make_examples.py mlp`
+model from examples/mlp instead, so that the suite needs no torch. scripts/make_examples.py makes
+examples/mlp from the same torch model (with torch installed, `python scripts/make_examples.py mlp`
 rewrites it, and `git diff examples/` must show nothing).
 """
 import contextlib
