@@ -16,16 +16,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments]'
 	touch $(STAMP)
 
-# Print an example model as canonical text, build it into a MIL proto and print that back:
-# the round trip gives the same text.
+# Print an example model as canonical text, build it into an .mlpackage (binary protobuf and
+# weight file) and print that back: the round trip gives the same text.
 demo: $(STAMP)
-	@mkdir -p $(OUT)
-	@echo "== miltext print examples/control_flow.mil"
-	@$(BIN)/miltext print examples/control_flow.mil
-	@$(BIN)/miltext build examples/control_flow.mil -o $(OUT)/control_flow.pb
-	@echo "== built $(OUT)/control_flow.pb ($$(wc -c < $(OUT)/control_flow.pb) bytes); printing it back:"
-	@$(BIN)/miltext print $(OUT)/control_flow.pb | diff -u examples/control_flow.mil - \
-		&& echo "== round trip text -> proto -> text: identical"
+	@rm -rf $(OUT) && mkdir -p $(OUT)
+	@echo "== miltext print examples/mlp/model.mil"
+	@$(BIN)/miltext print examples/mlp/model.mil
+	@$(BIN)/miltext build examples/mlp/model.mil -o $(OUT)/mlp.mlpackage
+	@echo "== built $(OUT)/mlp.mlpackage; printing it back:"
+	@$(BIN)/miltext print $(OUT)/mlp.mlpackage | diff -u examples/mlp/model.mil - \
+		&& echo "== round trip text -> .mlpackage -> text: identical"
 
 # The editor tests run the VS Code grammar with vscode-textmate and vscode-oniguruma from npm,
 # and the Vim syntax in Debian's vim (installed here when missing and we are root).
