@@ -18,29 +18,23 @@ class Scope:
         self.values: dict = {}      # name -> numpy array, for vars whose value is known
         self.consts: set = set()    # names of const ops' outputs (their values may be in a file)
 
-    def type(self, name: str):
+    def _scope_of(self, name: str, table: str):
+        """The innermost scope whose `table` knows `name` (blocks see their enclosing ones)."""
         s = self
-        while s is not None:
-            if name in s.types:
-                return s.types[name]
+        while s is not None and name not in getattr(s, table):
             s = s.parent
-        return None
+        return s
+
+    def type(self, name: str):
+        s = self._scope_of(name, "types")
+        return None if s is None else s.types[name]
 
     def is_const(self, name: str) -> bool:
-        s = self
-        while s is not None:
-            if name in s.consts:
-                return True
-            s = s.parent
-        return False
+        return self._scope_of(name, "consts") is not None
 
     def value(self, name: str):
-        s = self
-        while s is not None:
-            if name in s.values:
-                return s.values[name]
-            s = s.parent
-        return None
+        s = self._scope_of(name, "values")
+        return None if s is None else s.values[name]
 
 
 def value_array(value: Value):
