@@ -5,21 +5,18 @@ they format as model.mil."""
 from __future__ import annotations
 
 import inspect
-import re
 from dataclasses import dataclass, field
 
 import miltext
 
 from ..errors import ParseError
-from ..model.text import model_text, parse_model
+from ..model.text import has_comments, model_text, parse_model
 from ..text import modelmil_printer, printer
 from ..text.modelmil_words import looks_like_modelmil, text_version
 from .names import Names
 from .outline import outline
 from .source import Source, from_loc
 
-# A `#` that is not inside a string: the text has a comment, which printing would drop.
-_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|(#)')
 
 
 @dataclass
@@ -118,7 +115,7 @@ class Analysis:
         """What `miltext fmt` writes (model.mil stays model.mil), or CannotFormat saying why not."""
         if self.program is None:
             raise CannotFormat("the text does not parse")
-        if any(m.group(1) for m in _COMMENT.finditer(self.source.text)):
+        if has_comments(self.source.text):
             raise CannotFormat("the text has comments, and the canonical printer drops them")
         try:
             return miltext.dumps(self.program, "modelmil") if self.modelmil else model_text(self.model)
