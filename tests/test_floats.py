@@ -4,14 +4,13 @@ import numpy as np
 import pytest
 
 import miltext
-from miltext import dtypes, packing
+from miltext import packing
 from miltext.ir import Program, TensorType, Value
 from miltext.ir.values import TensorData
 
 
 @pytest.mark.parametrize("name", ["fp16", "bf16", "fp8e4m3fn", "fp8e5m2"])
 def test_every_bit_pattern_survives_text(name):
-    dt = dtypes.by_name(name)
     width = np.dtype(packing.BITS_DTYPE[name])
     codes = np.arange(1 << (8 * width.itemsize)).astype(width)
     raw = codes.astype(width.newbyteorder("<")).tobytes()
