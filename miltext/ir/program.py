@@ -12,7 +12,7 @@ from .types import TensorType, ValueType
 from .values import TensorData, Value
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Var:
     """A NamedValueType: a function/block input or an op output."""
     name: str
@@ -20,7 +20,7 @@ class Var:
     loc: tuple | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Operation:
     type: str
     inputs: dict[str, list] = field(default_factory=dict)
@@ -43,7 +43,7 @@ class Operation:
         self.attributes["name"] = Value.tensor(name)
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Block:
     inputs: list[Var] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
@@ -52,7 +52,7 @@ class Block:
     loc: tuple | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Function:
     inputs: list[Var] = field(default_factory=list)
     opset: str = ""
@@ -66,7 +66,7 @@ class Function:
         return self.blocks[self.opset]
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Program:
     functions: dict[str, Function] = field(default_factory=dict)
     version: int = 1

@@ -34,7 +34,7 @@ MISSING = _Sentinel("MISSING")      # ListType.length not set at all
 Dim = Union[int, None, _Sentinel]
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class TensorType:
     dtype: str                       # a dtypes name: "fp32", "int4", ...
     shape: tuple = ()                # Dims, outermost first; () for a scalar
@@ -65,29 +65,29 @@ class TensorType:
         return n
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class ListType:
     element: "ValueType | None"
     length: object = None            # a Dim, or MISSING when the proto has no length
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class TupleType:
     types: list = field(default_factory=list)
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class DictType:
     key: "ValueType | None"
     value: "ValueType | None"
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class StateType:
     wrapped: "ValueType | None"
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class UnknownType:
     """A ValueType message with no case set (coremltools' `unknown`)."""
 

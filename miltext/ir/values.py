@@ -48,39 +48,39 @@ class TensorData:
         return f"TensorData({self.field!r}, {self.values!r})"
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class TupleData:
     values: list = field(default_factory=list)      # Values
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class ListData:
     values: list = field(default_factory=list)      # Values
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class DictData:
     items: list = field(default_factory=list)       # (key Value | None, value Value | None)
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Blob:
     """A BlobFileValue: the weight at `offset` (of its metadata record) in `file`."""
     offset: int
     file: str = DEFAULT_WEIGHT_FILE
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class EmptyImmediate:
     """An ImmediateValue message with no case set."""
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Elided:
     """A value an older coremltools print left out as `[...]`: known to exist, not known."""
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class Value:
     type: ValueType | None
     data: object = None      # TensorData | TupleData | ListData | DictData | Blob | EmptyImmediate | Elided | None
