@@ -24,8 +24,8 @@ from . import lexemes
 from .literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
 from .messages import describe_expected
 from .modelmil_words import OPSET_OF_IOS, looks_like_modelmil
-from .parser import (_Failure, _LocatedError, _cache_path, _lark_error, _pos, collect_errors,
-                     grammar_text, source_line)
+from .builder import _Failure, _pos
+from .parser import _LocatedError, _cache_path, _lark_error, collect_errors, grammar_text, source_line
 
 # What parse_fragment reads: a whole op line, an op's call, a type, a typed value.
 FRAGMENTS = ("operation", "call", "type", "value")

@@ -1,0 +1,756 @@
+"""The transformer that builds the object model as Lark's LALR parser reduces the rules of
+grammar/mil.lark: one method per rule (or alias), no parse tree in between."""
+from __future__ import annotations
+
+import re
+
+from lark import Token, Transformer
+
+from .. import dtypes
+from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
+                  Program, StateType, TensorType, TupleType, UnknownType, Value, Var)
+from ..ir.types import MISSING
+from ..model.syntax import Call, Feature, Section
+from . import lexemes
+from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
+                       NumLit, Ref, default_value, prepared, storage_escape, string_value, typed_value)
+
+from .numbers import FLOAT_MARK, NUMBER, WHITESPACE, read_numbers
+
+MAX_BLOCK_DEPTH = 256  # nested blocks; documented in docs/syntax.md
+MAX_TYPE_DEPTH = 64    # nested List/Tuple/Dict/State types
+
+
+class _Failure(Exception):
+    """An error found while building the object model, with its place when known."""
+
+    def __init__(self, message: str, pos=None):
+        super().__init__(message)
+        self.message, self.pos = message, pos
+
+
+def _pos(tok) -> tuple | None:
+    line = getattr(tok, "line", None)
+    return (line, tok.column) if line is not None else None
+
+
+def _offset_pos(tok, offset: int) -> tuple:
+    """The place of character `offset` of a token that may span lines."""
+    before = tok[:offset]
+    newlines = before.count("\n")
+    if not newlines:
+        return (tok.line, tok.column + offset)
+    return (tok.line + newlines, offset - before.rindex("\n"))
+
+
+class _Name(str):
+    """A name with the place it was written."""
+    __slots__ = ("line", "column")
+
+
+class _Opset(str):
+    pass
+
+
+class _Attrs(dict):
+    pass
+
+
+class _Bindings(list):
+    pass
+
+
+class _Run(list):
+    """Consecutive ops read from one SIMPLE_OPS token."""
+
+
+class _Symbol(str):
+    """A bare name inside parentheses: a symbolic dim such as is0 (or numpy's np.True_)."""
+    pos = None
+
+
+class _Item:
+    """A type-only item of a parenthesized list: ?, *, _, ..., a dtype, dict, rank=N."""
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value=None):
+        self.kind, self.value = kind, value
+
+
+class _Data:
+    __slots__ = ("item", "doc")
+
+    def __init__(self, item, doc: str):
+        self.item, self.doc = item, doc
+
+
+class _BlockNode:
+    __slots__ = ("block", "key", "label", "outputs_pos")
+
+    def __init__(self, block, key, label):
+        self.block, self.key, self.label = block, key, label
+
+
+_ABSENT_TYPE = object()
+_DIM_WORDS = {"?": None, "*": VARIADIC, "_": UNSET_DIM}
+_NUMPY_BOOLS = {"np.True_": True, "np.False_": False, "numpy.True_": True, "numpy.False_": False}
+
+
+def _absent_to_none(t):
+    return None if t is _ABSENT_TYPE else t
+
+
+class _Builder(Transformer):
+    """Builds the object model as the parser reduces rules."""
+
+    def __init__(self, raw_strings: bool):
+        super().__init__()
+        self.raw_strings = raw_strings
+        self.current = None  # the token the lexer handed over last (a fallback place for errors)
+        self.type_depth: dict = {}  # id(composite type) -> how deep it nests, during one parse
+        self.simple_types: dict = {}  # TENSOR_TYPE text -> (dtype, shape): types repeat
+
+    # ---- helpers ----
+    def _fail(self, message: str, pos=None):
+        raise _Failure(message, pos or (_pos(self.current) if self.current is not None else None))
+
+    def _text(self, tok) -> str:
+        if self.raw_strings:
+            return tok[1:-1]
+        try:
+            return lexemes.unquote(tok)
+        except ValueError as e:
+            offset = getattr(e, "offset", 0)
+            self._fail(str(e), (tok.line, tok.column + offset) if offset else _pos(tok))
+
+    def _value(self, lit, pos=None) -> Value:
+        try:
+            return default_value(lit)
+        except LiteralError as e:
+            self._fail(str(e), _element_pos(lit, e) or getattr(lit, "pos", None) or pos)
+        except RecursionError:
+            self._fail("this value is nested too deeply", getattr(lit, "pos", None) or pos)
+
+    # ---- program structure ----
+    def start(self, items):
+        program, model = Program(), None
+        for item in items:
+            if isinstance(item, Section):
+                model = item
+            elif isinstance(item, tuple) and item[0] == "header":
+                _, version, doc, attrs = item
+                program.version, program.doc, program.attributes = version, doc, attrs
+            else:
+                name, fn = item
+                if name in program.functions:
+                    self._fail(f"function {name!r} is defined twice", _pos(name))
+                program.functions[str(name)] = fn
+        return program if model is None else (model, program)
+
+    # ---- the model section: plain items, which miltext.model.section gives a meaning ----
+    def model(self, items):
+        call = items[0]
+        call.name = "model"
+        return Section(call, items[1] if len(items) > 1 else None)
+
+    def model_body(self, items):
+        return list(items)
+
+    def feature(self, items):
+        kind, var, vtype = items
+        return Feature(str(kind), self._var_name(var), _absent_to_none(vtype), loc=_pos(kind))
+
+    def section(self, items):
+        return Section(self._named(items[0], items[1]), items[2] if len(items) > 2 else None)
+
+    def call_type(self, items):
+        return self._named(items[0], items[1])
+
+    def _named(self, name, call: Call) -> Call:
+        call.name, call.loc = str(name), _pos(name)
+        return call
+
+    def call(self, items):
+        out = Call("")
+        for item in items:
+            if item is None:
+                continue
+            _, key, payload = item
+            if isinstance(payload, list):  # an input binding: only a single value means anything here
+                if len(payload) != 1 or not isinstance(payload[0], Value):
+                    self._fail(f"{str(key)}= takes a value here", _pos(key))
+                payload = payload[0]
+            if key in out.args:
+                self._fail(f"{str(key)!r} is given twice", _pos(key))
+            out.args[str(key)] = payload
+            out.arg_locs[str(key)] = _pos(key)
+        return out
+
+    def header(self, items):
+        version, doc, attrs = 1, "", {}
+        for item in items:
+            if isinstance(item, _Attrs):
+                attrs = dict(item)
+            elif isinstance(item, tuple):
+                if item[0] == "version":
+                    version = item[1]
+                else:
+                    doc = item[1]
+        return ("header", version, doc, attrs)
+
+    def header_version(self, items):
+        return ("version", lexemes.parse_int(items[0]))
+
+    def header_doc(self, items):
+        return ("doc", self._text(items[0]))
+
+    def function(self, items):
+        name, opset, inputs, attrs, blocks = items[0], "", [], {}, []
+        for item in items[1:]:
+            if isinstance(item, _Opset):
+                opset = str(item)
+            elif isinstance(item, Var):
+                inputs.append(item)
+            elif isinstance(item, _Attrs):
+                attrs = dict(item)
+            elif isinstance(item, _BlockNode):
+                blocks.append(item)
+        fn = Function(inputs=inputs, opset=opset, attributes=attrs, loc=_pos(name))
+        for node in blocks:
+            key = opset if node.key is None else str(node.key)
+            if key in fn.blocks:
+                self._fail(f"function {str(name)!r} has two blocks for opset {key!r}; "
+                           f"mark the others with their opset, e.g. {node.label}[CoreML7]()",
+                           _pos(node.label))
+            fn.blocks[key] = node.block
+        return (name, fn)
+
+    def opset(self, items):
+        return _Opset(items[0] or "")
+
+    def block(self, items):
+        label, key, inputs, attrs, ops, outputs = items[0], None, [], {}, [], []
+        for item in items[1:]:
+            if isinstance(item, _Opset):
+                key = item
+            elif isinstance(item, Var):
+                inputs.append(item)
+            elif isinstance(item, _Attrs):
+                attrs = dict(item)
+            elif isinstance(item, Operation):
+                ops.append(item)
+            elif isinstance(item, _Run):
+                ops.extend(item)
+            elif isinstance(item, _BlockNode):
+                if not ops:
+                    self._fail("a nested block must follow the op that owns it", _pos(item.label))
+                if item.key is not None:
+                    self._fail("only a function's blocks are marked with an opset", _pos(item.label))
+                ops[-1].blocks.append(item.block)
+            elif isinstance(item, Token):
+                outputs.append(self._var_name(item))
+        return _BlockNode(Block(inputs, outputs, ops, attrs, loc=_pos(label)), key, label)
+
+    def operation(self, items):
+        outputs, name, args, attrs = [], None, [], None
+        for item in items:
+            if isinstance(item, Var):
+                outputs.append(item)
+            elif isinstance(item, _Name):
+                name = item
+            elif isinstance(item, tuple):
+                args.append(item)
+            elif isinstance(item, _Attrs):
+                attrs = item
+        op = Operation(type=str(name), outputs=outputs,
+                       loc=outputs[0].loc if outputs else _pos(name))
+        for kind, key, payload in args:
+            target = op.inputs if kind == "input" else op.attributes
+            if key in target:
+                what = "input" if kind == "input" else "attribute"
+                self._fail(f"{what} {str(key)!r} is given twice", _pos(key))
+            target[str(key)] = payload
+        if attrs:
+            for key, value in attrs.items():
+                if key in op.attributes:
+                    self._fail(f"attribute {key!r} is given twice", getattr(attrs, "pos", {}).get(key))
+                op.attributes[key] = value
+        return op
+
+    def simple_ops(self, items):
+        """A SIMPLE_OPS token: one op per line, each built by simple_op."""
+        tok = items[0]
+        line, column = tok.line, tok.column
+        ops = []
+        for text in tok.split("\n"):
+            stripped = text.strip()
+            if stripped:
+                ops.append(self.simple_op(stripped, line, column + len(text) - len(text.lstrip())))
+            line, column = line + 1, 1
+        return _Run(ops)
+
+    def simple_op(self, text: str, line: int, column: int) -> Operation:
+        """One plain op line: its parts split by regex and read with the long way's rules
+        (argument, _value); built directly, since this is the line most programs are made of."""
+        head = _SIMPLE_HEAD.match(text)
+        loc = (line, column)
+        op = Operation(type=head.group(3), outputs=[Var(head.group(1), self._simple_type(head.group(2)), loc=loc)],
+                       loc=loc)
+        inputs, attributes = op.inputs, op.attributes
+        base = column  # the token is one line: a part's column is base + its offset
+        for m in _SIMPLE_ARG.finditer(text, head.end(), len(text) - 1):
+            key, raw = m.group(1), m.group(2)
+            if raw[0] == "%" and key not in inputs:
+                inputs[key] = [raw[1:]]
+                continue
+            if key == "name" and raw[0] == '"' and key not in attributes:
+                attributes[key] = string_value(raw[1:-1])
+                continue
+            name = _Name(key)
+            name.line, name.column = line, base + m.start()
+            kind, key, payload = self.argument([name, self._simple_value(raw, (line, base + m.start(2)))])
+            target = inputs if kind == "input" else attributes
+            if key in target:
+                self._fail(f"{'input' if kind == 'input' else 'attribute'} {key!r} is given twice", _pos(name))
+            target[str(key)] = payload
+        return op
+
+    def _simple_value(self, text: str, pos):
+        first = text[0]
+        if first == "%":
+            return Ref(text[1:])
+        if first == "[":
+            try:
+                return read_numbers(text, pos)
+            except LiteralError as e:
+                self._fail(str(e), pos)
+        if first == '"':
+            return text[1:-1]
+        if text == "True" or text == "False":
+            return text == "True"
+        return lexemes.parse_float(text) if FLOAT_MARK.search(text) else lexemes.parse_int(text)
+
+    def _var_name(self, tok) -> str:
+        if self.raw_strings:
+            return tok[1:]
+        try:
+            return lexemes.var_name(tok)
+        except ValueError as e:  # the escape's offset is in the quoted part, after the %
+            self._fail(str(e), (tok.line, tok.column + 1 + getattr(e, "offset", 0)))
+
+    def var_decl(self, items):
+        tok, vtype = items
+        return Var(self._var_name(tok), _absent_to_none(vtype), loc=_pos(tok))
+
+    def argument(self, items):
+        key, v = items
+        if isinstance(key, Token):
+            key = self._key(key)
+        if isinstance(v, Ref):
+            return ("input", key, [str(v)])
+        if isinstance(v, _Bindings):
+            return ("input", key, [self._binding(x, key) for x in v])
+        value = v if isinstance(v, Value) else self._value(v, _pos(key))
+        if key in ("name", "val"):
+            return ("attribute", key, value)
+        return ("input", key, [value])
+
+    def _binding(self, item, key):
+        if isinstance(item, Ref):
+            return str(item)
+        if isinstance(item, _Item):
+            if item.kind == "dim" and item.value is UNSET_DIM:
+                return None  # `_`: a Binding with neither name nor value
+            self._fail("expected a value or a %name in the list of bindings", _pos(key))
+        if isinstance(item, _Symbol):
+            self._fail(f"unexpected name {item}: expected a value or a %name", _pos(key))
+        return item if isinstance(item, Value) else self._value(item, _pos(key))
+
+    def ref_argument(self, items):
+        tok = items[0]
+        key, _, var = tok.partition("=")
+        name = _Name(key.rstrip())
+        name.line, name.column = tok.line, tok.column
+        var = var.strip()
+        return ("input", name, [var[1:] if self.raw_strings else lexemes.var_name(var)])
+
+    def ref(self, items):
+        return Ref(self._var_name(items[0]))
+
+    def bindings(self, items):
+        return _Bindings(items[0])
+
+    def attributes(self, items):
+        out = _Attrs()
+        out.pos = {}
+        for item in items:
+            if item is None:
+                continue
+            key, value = item
+            if key in out:
+                self._fail(f"attribute {str(key)!r} is given twice", _pos(key))
+            out[str(key)] = value
+            out.pos[str(key)] = _pos(key)
+        return out
+
+    def attribute(self, items):
+        key, v = items
+        if isinstance(key, Token):
+            key = self._key(key)
+        return (key, v if isinstance(v, Value) else self._value(v, _pos(key)))
+
+    def _key(self, tok) -> _Name:
+        out = _Name(tok[:-1].rstrip())
+        out.line, out.column = tok.line, tok.column
+        return out
+
+    def name(self, items):
+        tok = items[0]
+        text = self._text(tok) if tok.type == "STRING" else str(tok)
+        out = _Name(text)
+        out.line, out.column = tok.line, tok.column
+        return out
+
+    # ---- types ----
+    def tensor_type(self, items):
+        group, suffixes = items[0], items[1:]
+        return self._with_suffixes(self._group_type(group), suffixes, getattr(group, "pos", None))
+
+    def _with_suffixes(self, t, suffixes, pos):
+        attrs = {}
+        state = False
+        for s in suffixes:
+            if isinstance(s, _Attrs):
+                attrs = dict(s)
+            elif s == "state":
+                state = True
+        if attrs:
+            if not isinstance(t, TensorType):
+                self._fail("only tensor types carry attributes", pos)
+            t.attributes = attrs
+        return StateType(t) if state else t
+
+    def simple_tensor_type(self, items):
+        return self._with_suffixes(self._simple_type(items[0]), items[1:], _pos(items[0]))
+
+    def _simple_type(self, tok) -> TensorType:
+        known = self.simple_types.get(tok)
+        if known is not None:
+            return TensorType(*known)
+        *dims, dtype = WHITESPACE.sub("", tok[1:-1]).split(",")
+        if "-" in tok:
+            at = tok.index("-")
+            size = re.match(r"-[0-9]+", tok[at:]).group()
+            self._fail(f"a dimension cannot be negative ({size})", _offset_pos(tok, at))
+        shape = tuple(int(d) if d[0].isdigit() else _DIM_WORDS[d] for d in dims)
+        self.simple_types[str(tok)] = known = (dtypes.by_name(dtype).name, shape)
+        return TensorType(*known)
+
+    def simple_typed_value(self, items):
+        tok, rest = items[0], items[1:]
+        t = self._with_suffixes(self._simple_type(tok), rest[:-1], _pos(tok))
+        return self._typed(t, rest[-1], _pos(tok))
+
+    def _group_type(self, group: Group):
+        items = list(group)
+        pos = getattr(group, "pos", None)
+        if len(items) == 1 and isinstance(items[0], _Item) and items[0].kind == "dict":
+            return DictType(None, None)
+        rank = None
+        if items and isinstance(items[-1], _Item) and items[-1].kind == "rank":
+            rank = items.pop().value
+        if items and isinstance(items[-1], _Symbol):
+            self._fail(f"unknown dtype {items[-1]} (dtypes are {', '.join(dtypes.NAMES[1:])})",
+                       getattr(items[-1], "pos", None) or pos)
+        if not items or not (isinstance(items[-1], _Item) and items[-1].kind == "dtype"):
+            self._fail("expected a type such as (2, 4, fp32): the dtype comes last", pos)
+        dtype = items.pop().value
+        shape = []
+        for item in items:
+            if type(item) is int:
+                if item < 0:
+                    self._fail(f"a dimension cannot be negative ({item})", pos)
+                shape.append(item)
+            elif isinstance(item, _Symbol):
+                shape.append(None)  # coremltools' symbolic dims (is0, 3*is0) are unknown sizes
+            elif isinstance(item, _Item) and item.kind == "dim":
+                shape.append(item.value)
+            elif isinstance(item, _Item) and item.kind == "unknown_rank":
+                if len(items) != 1:
+                    self._fail("'...' (unknown rank) stands alone before the dtype", pos)
+                rank = -1 if rank is None else rank
+            else:
+                self._fail("expected a dimension: a size, ?, * or _", pos)
+        return TensorType(dtype, tuple(shape), rank)
+
+    def kind(self, items):
+        return "kind"
+
+    def state_kind(self, items):
+        return "state"
+
+    def marker(self, items):
+        return "marker"
+
+    def _nested(self, t, parts):
+        """A composite type, refused past MAX_TYPE_DEPTH levels (printing recurses on types)."""
+        depth = 1 + max((self.type_depth.get(id(p), 0) for p in parts), default=0)
+        if depth > MAX_TYPE_DEPTH:
+            self._fail(f"types are nested more than {MAX_TYPE_DEPTH} deep")
+        self.type_depth[id(t)] = depth
+        return t
+
+    def list_type(self, items):
+        length, element = items[0]
+        return self._nested(ListType(_absent_to_none(element), length), [element])
+
+    def list_args(self, items):
+        if len(items) == 2:
+            dim = items[0]
+            return (dim.value if isinstance(dim, _Item) else dim, items[1])
+        return (MISSING, items[0])
+
+    def list_suffix(self, items):
+        return "list"
+
+    def tuple_type(self, items):
+        return self._nested(TupleType([_absent_to_none(t) for t in items if t is not None]), items)
+
+    def dict_type(self, items):
+        return self._nested(DictType(_absent_to_none(items[0]), _absent_to_none(items[1])), items[:2])
+
+    def state_type(self, items):
+        return self._nested(StateType(_absent_to_none(items[0])), items[:1])
+
+    def unknown_type(self, items):
+        return UnknownType()
+
+    def absent_type(self, items):
+        return _ABSENT_TYPE
+
+    def scalar_type(self, items):
+        return TensorType(self._dtype(items[0]))
+
+    def _dtype(self, tok) -> str:
+        try:
+            return dtypes.by_name(str(tok)).name
+        except KeyError:
+            self._fail(f"unknown dtype {tok}", _pos(tok))
+
+    # dims and type items
+    def int_dim(self, items):
+        n = lexemes.parse_int(items[0])
+        if n < 0:
+            self._fail(f"a dimension cannot be negative ({n})", _pos(items[0]))
+        return n
+
+    def unknown_dim(self, items):
+        return _Item("dim", None)
+
+    def variadic_dim(self, items):
+        return _Item("dim", VARIADIC)
+
+    def unset_dim(self, items):
+        return _Item("dim", UNSET_DIM)
+
+    def symbol_dim(self, items):
+        return _Item("dim", None)
+
+    def unknown_rank(self, items):
+        return _Item("unknown_rank")
+
+    def dtype_item(self, items):
+        return _Item("dtype", self._dtype(items[0]))
+
+    def dict_item(self, items):
+        return _Item("dict")
+
+    def rank_item(self, items):
+        return _Item("rank", lexemes.parse_int(items[0]))
+
+    def sym_expr(self, items):
+        return _Symbol("".join(str(i) for i in items))
+
+    def group(self, items):
+        g = Group(x for x in items[1:] if x is not None)
+        g.pos = _pos(items[0])
+        return g
+
+    # ---- values ----
+    def _typed(self, vtype, data: _Data, pos=None) -> Value:
+        try:
+            return typed_value(vtype, data.item, data.doc) if data.item is not None \
+                else Value(vtype, None, data.doc)
+        except LiteralError as e:
+            self._fail(str(e), _element_pos(data.item, e) or getattr(data.item, "pos", None) or pos)
+
+    def dtype_value(self, items):
+        tok, data = items
+        dtype = self._dtype(tok)
+        lit = data.item
+        if lit is None or isinstance(lit, (Group, DictLit)) or hasattr(lit, "data"):
+            shape = ()
+            if isinstance(lit, (Group, DictLit)) or hasattr(lit, "data"):
+                self._fail(f"{tok}(...) holds a literal; write the full type for other data, "
+                           f"e.g. (2, 3, {tok})(...)", _pos(tok))
+        elif isinstance(lit, B64):
+            dt = dtypes.by_name(dtype)
+            if dt.sub_byte or not dt.bits:
+                self._fail(f"{tok}(b64\"...\") needs the full type, e.g. (8, {tok})(b64\"...\")", _pos(tok))
+            shape = (len(lit) * 8 // dt.bits,)
+        else:
+            try:
+                from .literals import _flatten
+                shape = _flatten(lit)[1]
+            except LiteralError as e:
+                self._fail(str(e), getattr(lit, "pos", None) or _pos(tok))
+        return self._typed(TensorType(dtype, shape), data, _pos(tok))
+
+    def typed_value(self, items):
+        group, rest = items[0], items[1:]
+        data = rest[-1]
+        t = self.tensor_type([group, *rest[:-1]])
+        return self._typed(t, data, getattr(group, "pos", None))
+
+    def list_value(self, items):
+        data = items[-1]
+        return self._typed(self.list_type([items[0]]), data)
+
+    def tuple_value(self, items):
+        data = items[-1]
+        return self._typed(self.tuple_type(items[:-1]), data)
+
+    def dict_value(self, items):
+        return self._typed(self.dict_type(items[:2]), items[2])
+
+    def state_value(self, items):
+        return self._typed(self.state_type(items[:1]), items[1])
+
+    def unknown_value(self, items):
+        return self._typed(UnknownType(), items[0])
+
+    def untyped_value(self, items):
+        return self._typed(None, items[0])
+
+    def data(self, items):
+        item, doc = items
+        return _Data(item, self._text(doc) if doc is not None else "")
+
+    def doc_only(self, items):
+        return _Data(None, self._text(items[0]))
+
+    def tuple_items(self, items):
+        return items[0]
+
+    def blob(self, items):
+        file_tok, offset_tok = items
+        offset = lexemes.parse_int(offset_tok)
+        if offset < 0:
+            self._fail("a blob offset cannot be negative", _pos(offset_tok))
+        if file_tok is None:
+            return prepared(Blob(offset))
+        return prepared(Blob(offset, self._text(file_tok)))
+
+    def storage(self, items):
+        tok, payload = items
+        try:
+            return storage_escape(str(tok), payload)
+        except LiteralError as e:
+            self._fail(str(e), _pos(tok))
+
+    def nothing(self, items):
+        return ABSENT
+
+    def empty_immediate(self, items):
+        return EMPTY_IMMEDIATE
+
+    # literals
+    def int_lit(self, items):
+        return lexemes.parse_int(items[0])
+
+    def float_lit(self, items):
+        return lexemes.parse_float(items[0])
+
+    def nan_bits(self, items):
+        text = items[0]
+        bits = lexemes.NanBits(int(text[text.index("(") + 1:-1], 16))
+        return bits
+
+    def string_lit(self, items):
+        return self._text(items[0])
+
+    def true_lit(self, items):
+        return True
+
+    def false_lit(self, items):
+        return False
+
+    def b64_lit(self, items):
+        try:
+            out = B64.decode(items[0])
+        except LiteralError as e:
+            self._fail(str(e), _pos(items[0]))
+        return out
+
+    def numbers(self, items):
+        tok = items[0]
+        try:
+            return read_numbers(tok, _pos(tok))
+        except LiteralError as e:
+            self._fail(str(e), _pos(tok))
+
+    def list_lit(self, items):
+        out = ListLit(x for x in items[1:] if x is not None)
+        out.pos = _pos(items[0])
+        return out
+
+    def elided(self, items):
+        return ELIDED
+
+    def dict_lit(self, items):
+        out = DictLit(x for x in items[1:] if x is not None)
+        out.pos = _pos(items[0])
+        return out
+
+    def dict_entry(self, items):
+        return (items[0], items[1])
+
+    def absent(self, items):
+        return ABSENT
+
+    def np_scalar(self, items):
+        tok, lit = items
+        if not (str(tok).startswith(("np.", "numpy.")) and type(lit) in (int, float, bool, str)):
+            self._fail(f"unknown function {tok}(...) in a value", _pos(tok))
+        return lit
+
+    def bare_name(self, items):
+        tok = items[0]
+        if str(tok) in _NUMPY_BOOLS:
+            return _NUMPY_BOOLS[str(tok)]
+        symbol = _Symbol(tok)
+        symbol.pos = _pos(tok)
+        return symbol
+
+    def object_repr(self, items):
+        tok = items[0]
+        self._fail(f"coremltools printed a Python object here ({tok}), not its value; "
+                   "MIL text cannot hold it", _pos(tok))
+
+
+# The parts of a SIMPLE_OP token (grammar/mil.lark), which has already matched as a whole.
+_SIMPLE_HEAD = re.compile(r"%([A-Za-z0-9_.@/]+):[ \t]*(\([^)]*\))[ \t]*=[ \t]*([A-Za-z_][A-Za-z0-9_]*)\(")
+_SIMPLE_ARG = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=(%[A-Za-z0-9_.@/]+|'
+                         r'\[[ \t0-9.eE+\-,\[\]naif]*\](?=,[ \t]*[A-Za-z_][A-Za-z0-9_.]*=|$)|'
+                         r'"[^"\\\n]*"|[^,]+)(?:,[ \t]*|$)')
+
+
+def _element_pos(lit, error: LiteralError) -> tuple | None:
+    """Where the element an error names stands in a number list, when the list says."""
+    index = getattr(error, "index", None)
+    if index is None or not isinstance(lit, NumLit) or lit.token is None:
+        return None
+    for i, m in enumerate(NUMBER.finditer(lit.token)):
+        if i == index:
+            return _offset_pos(lit.token, m.start())
+    return None
