@@ -7,11 +7,17 @@ from ..registry import rule
 from ..shapes import add_dims, axis, tensor
 
 
-@rule("concat")
-def concat(ops):
+def _tensor_values(ops) -> list:
+    """The types of the `values` tuple, when every one is a tensor of known rank."""
     parts = ops.types("values")
     if not parts or not all(isinstance(t, TensorType) and t.rank is None for t in parts):
         raise Unsupported("values of unknown types")
+    return parts
+
+
+@rule("concat")
+def concat(ops):
+    parts = _tensor_values(ops)
     rank = len(parts[0].shape)
     a = axis(ops.scalar("axis"), rank)
     out = list(parts[0].shape)
@@ -52,9 +58,7 @@ def split(ops):
 
 @rule("stack")
 def stack(ops):
-    parts = ops.types("values")
-    if not parts or not all(isinstance(t, TensorType) and t.rank is None for t in parts):
-        raise Unsupported("values of unknown types")
+    parts = _tensor_values(ops)
     out = list(parts[0].shape)
     out.insert(axis(ops.scalar("axis"), len(out) + 1), len(parts))
     return [tensor(parts[0].dtype, out)]
