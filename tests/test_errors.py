@@ -130,6 +130,10 @@ CASES = [
          in_block('%y: (2, fp32) = relu(x=%x, v=[[1, 2], [3]], name="y")'), 3, 34),
     Case("ragged-string-list",
          in_block('%y: (2, fp32) = relu(x=%x, v=[["a", "b"], ["c"]], name="y")'), 3, 34),
+    Case("number-with-two-points-in-a-list",  # not 1.2 and .3: the list is malformed
+         in_block('%y: (2, fp32) = relu(x=%x, v=[1.2.3, ], name="y")'), 3, 34, ("malformed",)),
+    Case("number-outside-the-inner-list",
+         in_block('%y: (2, fp32) = relu(x=%x, v=[[] 2.0], name="y")'), 3, 38, ("2.0",)),
     Case("unbalanced-close-bracket-in-a-list",  # at the extra `]`
          in_block('%y: (2, fp32) = relu(x=%x, v=[1, 2]], name="y")'), 3, 40),
     Case("int-out-of-range-for-int8",  # at 300

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
 import numpy as np
 from lark import Token
@@ -14,7 +15,10 @@ from .literals import ELIDED, ListLit, LiteralError, NumLit
 NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
 FLOAT_MARK = re.compile(r"[.eEni]")
 WHITESPACE = re.compile(r"\s+")
-_FLAT_SEPARATORS = re.compile(r"\s*(,\s*)*")
+_FLAT_LIST = re.compile(rf"\s*(?:{NUMBER.pattern}(?:\s*,\s*{NUMBER.pattern})*\s*)?")
+_NUMBER_RUN = re.compile(r"[^\[\],]+")
+_NO_SPACE = str.maketrans("", "", " \t\r\n")
+_NO_BRACKETS = str.maketrans("", "", "[]")
 
 
 def read_numbers(text: str, pos) -> NumLit:
@@ -23,17 +27,21 @@ def read_numbers(text: str, pos) -> NumLit:
         if text[1:-1].strip() == "...":
             return ELIDED
         raise LiteralError("malformed number list")
-    words = NUMBER.findall(text)
-    if text.count("[") == 1:  # the common flat list: its shape is its length
-        commas = NUMBER.sub("", text[1:-1])
-        if not _FLAT_SEPARATORS.fullmatch(commas) or commas.count(",") != max(len(words) - 1, 0):
-            raise LiteralError("malformed number list")
-        shape = (len(words),)
+    flat = text.count("[") == 1  # the common flat list: its shape is its length
+    body = text[1:-1] if flat else text.translate(_NO_BRACKETS)
+    if _FLAT_LIST.fullmatch(body):
+        words = body.split(",") if body.strip() else []
+        shape = (len(words),) if flat else _regular_shape(_skeleton(text), len(words))
+    elif flat:
+        raise LiteralError("malformed number list")
     else:
-        skeleton = WHITESPACE.sub("", NUMBER.sub("0", text))
-        shape = _nesting_shape(skeleton)
-        if shape is None:  # not a tensor; maybe a List of lists: the place decides
-            return _nested_list(skeleton, words, pos)
+        shape, words = None, None
+    if shape is None:  # ragged, or not a list of numbers: the slow way says which
+        return _nested_numbers(text, pos)
+    return _number_array(text, words, shape, pos)
+
+
+def _number_array(text: str, words: list, shape: tuple, pos) -> NumLit:
     if len(shape) > 64:
         raise LiteralError("list literal nested deeper than 64 levels")
     if FLOAT_MARK.search(text) or not words:  # like any literal, an empty list is fp32
@@ -50,6 +58,44 @@ def read_numbers(text: str, pos) -> NumLit:
     lit = NumLit(array, shape, kind, pos)
     lit.token = text if isinstance(text, Token) else None
     return lit
+
+
+def _nested_numbers(text: str, pos):
+    """A nested number list the fast way did not take: its skeleton says whether it is a
+    regular tensor, a List of lists (the place decides) or malformed."""
+    words = NUMBER.findall(text)
+    skeleton = WHITESPACE.sub("", NUMBER.sub("0", text))
+    shape = _nesting_shape(skeleton)
+    if shape is None:
+        return _nested_list(skeleton, words, pos)
+    return _number_array(text, words, shape, pos)
+
+
+def _regular_shape(skeleton: str, count: int) -> tuple | None:
+    """The shape of a regular nesting from its skeleton (`[[0,0],[0,0]]`, a 0 for each number)
+    holding `count` numbers, or None when the nesting is not regular. The first list of each
+    level ends where that many brackets first close; a level's length follows from its first
+    list's."""
+    rank = len(skeleton) - len(skeleton.lstrip("["))
+    ends = [skeleton.find("]" * (rank - k)) for k in range(rank)]
+    if min(ends) < 0:
+        return None
+    lengths = [end + rank - 2 * k for k, end in enumerate(ends)]
+    shape = [(lengths[-1] - 1) // 2]
+    for k in range(rank - 2, -1, -1):
+        shape.insert(0, (lengths[k] - 1) // (lengths[k + 1] + 1))
+    shape = tuple(shape)
+    if 0 in shape[:-1]:
+        return None
+    n = 1
+    for d in shape:
+        n *= d
+    return shape if n == count and _skeleton_of(shape) == skeleton else None
+
+
+def _skeleton(text: str) -> str:
+    """The nesting of a number list, each number a 0: `[[0,0],[0,0]]`."""
+    return _NUMBER_RUN.sub("0", text.translate(_NO_SPACE))
 
 
 def _nested_list(skeleton: str, words: list, pos) -> ListLit:
@@ -97,6 +143,7 @@ def _nesting_shape(skeleton: str) -> tuple | None:
     return shape if _skeleton_of(shape) == skeleton else None
 
 
+@lru_cache(maxsize=1024)
 def _skeleton_of(shape: tuple) -> str:
     if not shape:
         return "0"
