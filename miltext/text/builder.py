@@ -290,8 +290,32 @@ class _Builder(Transformer):
         return _Run(ops)
 
     def simple_op(self, text: str, line: int, column: int) -> Operation:
-        """One plain op line: its parts split by regex and read with the long way's rules
-        (argument, _value); built directly, since this is the line most programs are made of."""
+        """One plain op line, built directly, since this is the line most programs are made of:
+        its parts split by regex; references, the name and a const's number list read here,
+        anything else (or any mistake) the general way, _simple_op_parts."""
+        head = _SIMPLE_HEAD.match(text)
+        out, type_token, op_type = head.groups()
+        inputs, attributes = {}, {}
+        for key, raw in _SIMPLE_ARG.findall(text, head.end(), len(text) - 1):
+            first = raw[0]
+            if first == "%" and key not in inputs:
+                inputs[key] = [raw[1:]]
+            elif first == '"' and key == "name" and key not in attributes:
+                attributes[key] = string_value(raw[1:-1])
+            elif first == "[" and key == "val" and key not in attributes:
+                try:
+                    attributes[key] = default_value(read_numbers(raw, None))
+                except LiteralError:
+                    return self._simple_op_parts(text, line, column)
+            else:
+                return self._simple_op_parts(text, line, column)
+        loc = (line, column)
+        return Operation(op_type, inputs, [Var(out, self._simple_type(type_token), loc=loc)], [],
+                         attributes, loc)
+
+    def _simple_op_parts(self, text: str, line: int, column: int) -> Operation:
+        """A plain op line part by part, with the long way's rules (argument, _value) and
+        places for its errors."""
         head = _SIMPLE_HEAD.match(text)
         loc = (line, column)
         op = Operation(type=head.group(3), outputs=[Var(head.group(1), self._simple_type(head.group(2)), loc=loc)],
