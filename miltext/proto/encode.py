@@ -164,7 +164,8 @@ def dimension(d, msg) -> None:
 
 
 def value(v: Value, msg, where=None) -> None:
-    msg.docString = v.doc
+    if v.doc:
+        msg.docString = v.doc
     if v.type is not None:
         value_type(v.type, msg.type)
     data = v.data
@@ -178,10 +179,11 @@ def value(v: Value, msg, where=None) -> None:
         raise ProgramError.at(getattr(where, "loc", None),
                               "a value here was left out as [...]; write the value to build the program")
     imm = msg.immediateValue
-    imm.SetInParent()
     if isinstance(data, TensorData):
-        tensor(data, imm.tensor)
-    elif isinstance(data, TupleData):
+        tensor(data, imm.tensor)  # which sets imm
+        return
+    imm.SetInParent()
+    if isinstance(data, TupleData):
         imm.tuple.SetInParent()
         for item in data.values:
             value(item, imm.tuple.values.add(), where)
@@ -202,11 +204,11 @@ def value(v: Value, msg, where=None) -> None:
 
 
 def tensor(data: TensorData, msg) -> None:
-    msg.SetInParent()
     if data.field is None:
+        msg.SetInParent()
         return
     field = getattr(msg, data.field)
-    field.SetInParent()
+    field.SetInParent()  # an empty list is still a set field: the oneof says which
     if data.field == "bytes":
         field.values = data.values
     elif data.field in _FIXED_WIDTH:
