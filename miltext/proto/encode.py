@@ -69,8 +69,7 @@ def block(b, msg) -> None:
 def operation(op, msg) -> None:
     msg.type = op.type
     for key, bindings in op.inputs.items():
-        arg = msg.inputs[key]
-        arg.SetInParent()
+        arg = msg.inputs[key]  # a map's entry exists once looked up, even with no bindings
         for b in bindings:
             out = arg.arguments.add()
             if isinstance(b, str):
