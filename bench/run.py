@@ -47,14 +47,26 @@ def time_it(fn, reps: int) -> tuple[Timing, object]:
     """Median wall time of `reps` calls, and the last result. Garbage is collected before each
     call (so one rep does not pay for the last one's garbage) but the collector stays on
     during it: users run with it on, and it is part of what building big object graphs costs."""
-    samples, result = [], None
+    timings, results = time_rounds({"step": lambda r: fn()}, reps)
+    return timings["step"], results["step"]
+
+
+def time_rounds(steps: dict, reps: int) -> tuple[dict, dict]:
+    """Each step once per round, `reps` rounds; the median and best time of each, and the
+    results of the last round. A step is called with the round's results so far, so it can work
+    on an earlier step's output. Taking turns, rather than timing one step `reps` times and then
+    the next, puts every step under the same machine load: a shared machine's speed drifts
+    over a run by more than the differences measured here."""
+    samples = {name: [] for name in steps}
+    results: dict = {}
     for _ in range(reps):
-        result = None
-        gc.collect()
-        start = time.perf_counter()
-        result = fn()
-        samples.append(time.perf_counter() - start)
-    return Timing(statistics.median(samples), min(samples), reps), result
+        results = {}
+        for name, fn in steps.items():
+            gc.collect()
+            start = time.perf_counter()
+            results[name] = fn(results)
+            samples[name].append(time.perf_counter() - start)
+    return {name: Timing(statistics.median(xs), min(xs), reps) for name, xs in samples.items()}, results
 
 
 # ---- programs, built once and cached in bench/out/ -------------------------------------------------
@@ -95,37 +107,49 @@ def load_programs(sizes, rebuild: bool) -> dict[str, tuple[bytes, dict]]:
 
 # ---- the measured steps ------------------------------------------------------------------------
 
-def bench_miltext(pb: bytes, reps: int) -> tuple[dict, dict]:
-    """miltext both ways, whole and split into halves (to show where time goes), plus the
-    protobuf parse baseline. Also checks the round trip is exact, since a fast wrong answer
-    would make the numbers meaningless."""
-    t = {}
-    t["protobuf parse"], _ = time_it(lambda: schema.Program.FromString(pb), reps)
-    t["miltext proto->text"], text = time_it(lambda: miltext.dumps(miltext.Program.from_proto(pb)), reps)
-    t["  decode (proto->objects)"], prog = time_it(lambda: miltext.Program.from_proto(pb), reps)
-    t["  print (objects->text)"], _ = time_it(lambda: miltext.dumps(prog), reps)
-    t["miltext text->proto"], out = time_it(
-        lambda: miltext.loads(text).to_proto().SerializeToString(deterministic=True), reps)
-    t["  parse (text->objects)"], parsed = time_it(lambda: miltext.loads(text), reps)
-    t["  encode (objects->bytes)"], _ = time_it(
-        lambda: parsed.to_proto().SerializeToString(deterministic=True), reps)
-    facts = {"text_chars": len(text), "round_trip_exact": out == pb}
+def bench_program(pb: bytes, reps: int, with_coremltools: bool) -> tuple[dict, dict]:
+    """miltext both ways, whole and split into halves (to show where time goes), the protobuf
+    parse baseline and, when installed, coremltools' proto -> pymil loader and its print, all
+    taking turns (time_rounds). Also checks the round trip is exact, since a fast wrong answer
+    would make the numbers meaningless.
+
+    coremltools' loader takes a parsed MIL_pb2.Program: the parse is the 'protobuf parse' row."""
+    steps = {
+        "protobuf parse": lambda r: schema.Program.FromString(pb),
+        "miltext proto->text": lambda r: miltext.proto_to_text(pb),
+        "  decode (proto->objects)": lambda r: miltext.Program.from_proto(pb),
+        "  print (objects->text)": lambda r: miltext.dumps(r["  decode (proto->objects)"]),
+        "miltext text->proto": lambda r: miltext.loads(r["miltext proto->text"]).to_proto().SerializeToString(
+            deterministic=True),
+        "  parse (text->objects)": lambda r: miltext.loads(r["miltext proto->text"]),
+        "  encode (objects->bytes)": lambda r: r["  parse (text->objects)"].to_proto().SerializeToString(
+            deterministic=True),
+    }
+    if with_coremltools:
+        from coremltools.converters.mil.frontend.milproto.load import load_mil_proto
+        from coremltools.proto import MIL_pb2
+        msg = MIL_pb2.Program.FromString(pb)
+        steps["coremltools load (proto->pymil)"] = lambda r: load_mil_proto(msg, programs.SPEC_VERSION, "")
+        steps["coremltools print str(prog)"] = lambda r: str(r["coremltools load (proto->pymil)"])
+    t, r = time_rounds(steps, reps)
+    text = r["miltext proto->text"]
+    facts = {"text_chars": len(text), "round_trip_exact": r["miltext text->proto"] == pb,
+             "native_printer": native_printer_used(pb),
+             "native_text_equals_python_text": text == r["  print (objects->text)"]}
+    if with_coremltools:
+        facts["coremltools_text_chars"] = len(r["coremltools print str(prog)"])
     return t, facts
 
 
-def bench_coremltools(pb: bytes, reps: int) -> tuple[dict, dict]:
-    """coremltools' proto -> pymil loader and its print, on the same bytes. The message is
-    parsed outside the timing (load_mil_proto takes a parsed MIL_pb2.Program; the parse is the
-    'protobuf parse' row)."""
-    from coremltools.converters.mil.frontend.milproto.load import load_mil_proto
-    from coremltools.proto import MIL_pb2
+def native_printer_built() -> bool:
+    from miltext.text import fastprint
+    return fastprint.available()
 
-    msg = MIL_pb2.Program.FromString(pb)
-    t = {}
-    t["coremltools load (proto->pymil)"], prog = time_it(
-        lambda: load_mil_proto(msg, programs.SPEC_VERSION, ""), reps)
-    t["coremltools print str(prog)"], text = time_it(lambda: str(prog), reps)
-    return t, {"coremltools_text_chars": len(text)}
+
+def native_printer_used(pb: bytes) -> bool:
+    """Whether proto->text took the native printer (built, enabled and able to print this)."""
+    from miltext.text import fastprint
+    return fastprint.program_text(pb) is not None
 
 
 # ---- import cost, in fresh interpreters ------------------------------------------------------------
@@ -242,6 +266,8 @@ def print_report(progs: dict, timings: dict, facts: dict, rs: list[Ratio], imp: 
         ct_chars = f.get("coremltools_text_chars")
         extra = f", coremltools print {ct_chars / 1e6:.2f} MB text" if ct_chars is not None else ""
         print(f"  {name:16} round trip proto->text->proto exact: {f['round_trip_exact']}{extra}")
+        print(f"  {'':16} native printer used: {f['native_printer']}, its text equals the "
+              f"pure-Python printer's: {f['native_text_equals_python_text']}")
     print(f"\n{'ratio':52} {'value':>8}  {'target':12} met")
     for r in rs:
         value = "n/a" if r.value is None else f"{r.value:8.3f}"
@@ -271,7 +297,8 @@ def environment() -> dict:
            "load_average_1min": os.getloadavg()[0], "miltext": miltext.__version__,
            "miltext_commit": _git("rev-parse", "--short", "HEAD"),
            "miltext_uncommitted_changes": bool(_git("status", "--porcelain", "--", "miltext", "grammar")),
-           "protobuf": f"{google.protobuf.__version__} ({api_implementation.Type()})"}
+           "protobuf": f"{google.protobuf.__version__} ({api_implementation.Type()})",
+           "native_printer_built": native_printer_built()}
     for dist in ("lark", "numpy", "coremltools"):
         try:
             env[dist] = importlib.metadata.version(dist)
@@ -302,7 +329,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    fast_reps, slow_reps = (3, 1) if args.quick else (7, 3)
+    reps = 3 if args.quick else 5
     sizes = TRANSFORMER_SIZES[:1] if args.quick else TRANSFORMER_SIZES
     env = environment()
     print("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()))
@@ -313,11 +340,7 @@ def main(argv=None) -> int:
     timings, facts = {}, {}
     for name, (pb, _) in progs.items():
         print(f"timing {name} ...", file=sys.stderr, flush=True)
-        t, facts[name] = bench_miltext(pb, fast_reps)
-        if with_ct:
-            ct_t, ct_facts = bench_coremltools(pb, slow_reps)
-            t.update(ct_t)
-            facts[name].update(ct_facts)
+        t, facts[name] = bench_program(pb, reps, with_ct)
         timings.update({(name, step): v for step, v in t.items()})
 
     rs = ratios(timings)

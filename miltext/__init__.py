@@ -30,6 +30,19 @@ def dumps(program: "Program", dialect: str = "mil") -> str:
         raise ProgramError("the program is nested too deeply to print") from None
 
 
+def proto_to_text(data) -> str:
+    """The canonical text of a serialized MIL Program (bytes, or a MIL Program message): what
+    dumps(Program.from_proto(data)) gives, straight from the bytes, without building the object
+    model, when the optional native printer is built (see miltext.text.fastprint)."""
+    from .text.fastprint import proto_text
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        data = data.SerializeToString()
+    try:
+        return proto_text(data)
+    except RecursionError:
+        raise ProgramError("the program is nested too deeply to print") from None
+
+
 def dump(program: "Program", path, dialect: str = "mil") -> None:
     """Write the text of a program (see dumps) to `path` (atomically: all or nothing)."""
     from .files import write_atomic
@@ -58,5 +71,5 @@ def to_coremltools(program: "Program", folder=None):
     return convert(program, folder)
 
 
-__all__ = ["loads", "load", "dumps", "dump", "check", "from_coremltools", "to_coremltools",
+__all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "from_coremltools", "to_coremltools",
            "ParseError", "ProgramError", *_ir_all]

@@ -53,10 +53,24 @@ def program_from_bytes(path: str, data: bytes) -> Program:
     try:
         return Program.from_proto(data)
     except DecodeError as e:
-        if "MaxDepth" in str(e):
-            raise InputError(f"{path}: the program is nested deeper than protobuf reads "
-                             f"(100 message levels, about 45 nested blocks)") from None
-        raise InputError(f"{path}: not a MIL Program protobuf ({_reason(e)})") from None
+        raise _not_a_program(path, e) from None
+
+
+def check_program_bytes(path: str, data: bytes) -> None:
+    """Raise the InputError program_from_bytes would for bytes protobuf cannot read as a
+    Program, without building the object model."""
+    from .proto import schema
+    try:
+        schema.Program.FromString(data)
+    except DecodeError as e:
+        raise _not_a_program(path, e) from None
+
+
+def _not_a_program(path: str, e: DecodeError) -> InputError:
+    if "MaxDepth" in str(e):
+        return InputError(f"{path}: the program is nested deeper than protobuf reads "
+                          f"(100 message levels, about 45 nested blocks)")
+    return InputError(f"{path}: not a MIL Program protobuf ({_reason(e)})")
 
 
 def _reason(e: DecodeError) -> str:
@@ -77,4 +91,4 @@ def _kind(path: str, data: bytes) -> str:
         return "proto"
 
 
-__all__ = ["read_program", "program_file", "program_from_bytes", "InputError", "ParseError"]
+__all__ = ["read_program", "program_file", "program_from_bytes", "check_program_bytes", "InputError", "ParseError"]

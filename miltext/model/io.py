@@ -7,7 +7,7 @@ import os
 from ..errors import ProgramError, format_diagnostic
 from ..files import write_atomic
 from ..progress import Silent
-from ..sources import InputError, program_file
+from ..sources import InputError, check_program_bytes, program_file
 from . import Model
 from .blobs import references
 from .derive import DescriptionError
@@ -35,10 +35,23 @@ def read_model(path: str, progress=None) -> Model:
         model = read_package(path)
     elif kind == MLMODEL:
         model = read_mlmodel(path)
+    elif kind == PROGRAM and os.path.isfile(path):
+        model = _read_program_proto(path)
     else:
         model = read_text_model(program_file(path))   # text or a program .pb, by suffix or content
     model.source = path
     return model
+
+
+def _read_program_proto(path: str) -> Model:
+    """A .pb file: checked to be a Program, and kept serialized until something asks for it."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    check_program_bytes(path, data)
+    return Model(folder=os.path.dirname(os.path.abspath(path)), source=path, program_proto=data)
 
 
 def write_model(model: Model, path: str, progress=None, kind: str | None = None) -> None:

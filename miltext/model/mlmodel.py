@@ -9,7 +9,6 @@ import os
 
 from google.protobuf.message import DecodeError
 
-from ..errors import ProgramError
 from ..proto import schema
 from ..sources import InputError
 from . import Model
@@ -33,13 +32,9 @@ def model_from_bytes(data: bytes, path: str, folder: str | None) -> Model:
     if not spec.HasField("mlProgram"):
         raise InputError(f"{path}: not an ML program: the model holds no MIL program "
                          "(a neural network or another kind of Core ML model)")
-    try:
-        from ..ir import Program
-        program = Program.from_proto(spec.mlProgram)
-    except ProgramError as e:
-        raise InputError(f"{path}: {e}") from None
+    program = spec.mlProgram.SerializeToString()
     spec.ClearField("mlProgram")
-    return Model(program, spec, folder)
+    return Model(spec=spec, folder=folder, source=path, program_proto=program)
 
 
 def model_to_bytes(model: Model) -> bytes:

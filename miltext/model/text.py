@@ -6,7 +6,6 @@ import os
 import re
 
 from ..sources import program_file, read_program
-from ..text.printer import print_program
 from . import Model
 from .section import SectionError, located_error, section_text, spec_from_section
 
@@ -14,7 +13,7 @@ from .section import SectionError, located_error, section_text, spec_from_sectio
 def model_text(model: Model, weights=None) -> str:
     """The canonical text of a model; with `weights` (a blobs.Weights), a digest beside each
     blob reference."""
-    program = print_program(model.program)
+    program = model.program_text()
     text = program if model.spec is None else section_text(model.spec) + ("\n" + program if program else "")
     if weights is not None:
         from .blobs import with_digests
