@@ -13,7 +13,7 @@ from ..ir.types import MISSING
 from ..model.syntax import Call, Feature, Section
 from . import lexemes
 from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
-                       NumLit, Ref, default_value, prepared, storage_escape, string_value, typed_value)
+                       NumLit, Ref, default_value, prepared, storage_escape, typed_value)
 
 from .numbers import FLOAT_MARK, NUMBER, WHITESPACE, read_numbers
 
@@ -291,24 +291,24 @@ class _Builder(Transformer):
 
     def simple_op(self, text: str, line: int, column: int) -> Operation:
         """One plain op line, built directly, since this is the line most programs are made of:
-        its parts split by regex; references, the name and a const's number list read here,
-        anything else (or any mistake) the general way, _simple_op_parts."""
+        its parts split by regex and read with the long way's rules (a literal is a value; `name`
+        and `val` are attributes, anything else an input). A mistake, or a key given twice, is
+        left to _simple_op_parts, which knows where each part stands."""
         head = _SIMPLE_HEAD.match(text)
         out, type_token, op_type = head.groups()
         inputs, attributes = {}, {}
         for key, raw in _SIMPLE_ARG.findall(text, head.end(), len(text) - 1):
-            first = raw[0]
-            if first == "%" and key not in inputs:
-                inputs[key] = [raw[1:]]
-            elif first == '"' and key == "name" and key not in attributes:
-                attributes[key] = string_value(raw[1:-1])
-            elif first == "[" and key == "val" and key not in attributes:
+            if raw[0] == "%":
+                target, payload = inputs, [raw[1:]]
+            else:
                 try:
-                    attributes[key] = default_value(read_numbers(raw, None))
+                    value = default_value(read_numbers(raw, None) if raw[0] == "[" else self._simple_value(raw, None))
                 except LiteralError:
                     return self._simple_op_parts(text, line, column)
-            else:
+                target, payload = (attributes, value) if key in ("name", "val") else (inputs, [value])
+            if key in target:
                 return self._simple_op_parts(text, line, column)
+            target[key] = payload
         loc = (line, column)
         return Operation(op_type, inputs, [Var(out, self._simple_type(type_token), loc=loc)], [],
                          attributes, loc)
@@ -323,13 +323,7 @@ class _Builder(Transformer):
         inputs, attributes = op.inputs, op.attributes
         base = column  # the token is one line: a part's column is base + its offset
         for m in _SIMPLE_ARG.finditer(text, head.end(), len(text) - 1):
-            key, raw = m.group(1), m.group(2)
-            if raw[0] == "%" and key not in inputs:
-                inputs[key] = [raw[1:]]
-                continue
-            if key == "name" and raw[0] == '"' and key not in attributes:
-                attributes[key] = string_value(raw[1:-1])
-                continue
+            key, raw = m.groups()
             name = _Name(key)
             name.line, name.column = line, base + m.start()
             kind, key, payload = self.argument([name, self._simple_value(raw, (line, base + m.start(2)))])
