@@ -92,12 +92,21 @@ def test_example_program(path):
     check(data, must_print=True)
 
 
-@pytest.mark.parametrize("name", ["transformer_10000.pb", "const_1000000.pb"])
+def _bench_programs():
+    """The benchmark's programs (bench/programs.py), made small: a transformer and a big const."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import programs as bench_programs
+    finally:
+        sys.path.pop(0)
+    return {"transformer": bench_programs.transformer_proto(2000, use_coremltools=False)[0],
+            "const": bench_programs.big_const_proto(250_000)[0]}
+
+
+@pytest.mark.parametrize("name", ["transformer", "const"])
 def test_bench_program(name):
-    path = os.path.join(ROOT, "bench", "out", name)
-    if not os.path.exists(path):
-        pytest.skip(f"{name} not generated (python bench/run.py --quick --no-import)")
-    check(read(path), must_print=True)
+    check(_bench_programs()[name], must_print=True)
 
 
 def test_proto_text_falls_back_to_python():
