@@ -342,3 +342,17 @@ def test_buffer_types():
     assert fastprint.program_text(bytearray(data)) == text
     assert fastprint.program_text(memoryview(data)) == text
     assert fastprint.program_text(b"") == print_program(Program.from_proto(b"")) == "program(version=0)\n"
+
+
+# ---- models read from files ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(CORPUS, "coremltools", "*.mlpackage")))[:5]
+                         + COREMLTOOLS_PB[:3], ids=os.path.basename)
+def test_printing_a_model_file_builds_no_object_model(path):
+    from miltext.model.io import read_model
+    from miltext.model.text import file_text
+    model = read_model(path)
+    text = model.program_text()
+    assert model._program is None  # printed straight from the bytes
+    assert text == print_program(model.program)
+    assert file_text(path).endswith(text)
