@@ -10,7 +10,7 @@ NODE_STAMP := $(NODE_TEST)/node_modules/.installed
 
 .PHONY: demo test bench conformance clean have-vim
 
-$(STAMP): pyproject.toml miltext/text/_fastprint.c
+$(STAMP): pyproject.toml miltext/text/_fastprint.c miltext/proto/_fastencode.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments]'

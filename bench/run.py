@@ -119,10 +119,10 @@ def bench_program(pb: bytes, reps: int, with_coremltools: bool) -> tuple[dict, d
         "miltext proto->text": lambda r: miltext.proto_to_text(pb),
         "  decode (proto->objects)": lambda r: miltext.Program.from_proto(pb),
         "  print (objects->text)": lambda r: miltext.dumps(r["  decode (proto->objects)"]),
-        "miltext text->proto": lambda r: miltext.loads(r["miltext proto->text"]).to_proto().SerializeToString(
-            deterministic=True),
+        "miltext text->proto": lambda r: miltext.loads(r["miltext proto->text"]).to_bytes(),
         "  parse (text->objects)": lambda r: miltext.loads(r["miltext proto->text"]),
-        "  encode (objects->bytes)": lambda r: r["  parse (text->objects)"].to_proto().SerializeToString(
+        "  encode (objects->bytes)": lambda r: r["  parse (text->objects)"].to_bytes(),
+        "  to_proto().SerializeToString()": lambda r: r["  parse (text->objects)"].to_proto().SerializeToString(
             deterministic=True),
     }
     if with_coremltools:
@@ -133,7 +133,9 @@ def bench_program(pb: bytes, reps: int, with_coremltools: bool) -> tuple[dict, d
         steps["coremltools print str(prog)"] = lambda r: str(r["coremltools load (proto->pymil)"])
     t, r = time_rounds(steps, reps)
     text = r["miltext proto->text"]
-    facts = {"text_chars": len(text), "round_trip_exact": r["miltext text->proto"] == pb,
+    facts = {"text_chars": len(text), "round_trip_exact": r["miltext text->proto"] == pb
+             and r["  to_proto().SerializeToString()"] == pb,
+             "native_encoder": native_encoder_used(r["  parse (text->objects)"]),
              "native_printer": native_printer_used(pb),
              "native_text_equals_python_text": text == r["  print (objects->text)"]}
     if with_coremltools:
@@ -144,6 +146,17 @@ def bench_program(pb: bytes, reps: int, with_coremltools: bool) -> tuple[dict, d
 def native_printer_built() -> bool:
     from miltext.text import fastprint
     return fastprint.available()
+
+
+def native_encoder_built() -> bool:
+    from miltext.proto import fastencode
+    return fastencode.available()
+
+
+def native_encoder_used(program) -> bool:
+    """Whether text->proto's encoding took the native encoder (built, enabled, able)."""
+    from miltext.proto import fastencode
+    return fastencode.program_bytes(program) is not None
 
 
 def native_printer_used(pb: bytes) -> bool:
@@ -267,7 +280,8 @@ def print_report(progs: dict, timings: dict, facts: dict, rs: list[Ratio], imp: 
         extra = f", coremltools print {ct_chars / 1e6:.2f} MB text" if ct_chars is not None else ""
         print(f"  {name:16} round trip proto->text->proto exact: {f['round_trip_exact']}{extra}")
         print(f"  {'':16} native printer used: {f['native_printer']}, its text equals the "
-              f"pure-Python printer's: {f['native_text_equals_python_text']}")
+              f"pure-Python printer's: {f['native_text_equals_python_text']}; "
+              f"native encoder used: {f['native_encoder']}")
     print(f"\n{'ratio':52} {'value':>8}  {'target':12} met")
     for r in rs:
         value = "n/a" if r.value is None else f"{r.value:8.3f}"
@@ -298,7 +312,7 @@ def environment() -> dict:
            "miltext_commit": _git("rev-parse", "--short", "HEAD"),
            "miltext_uncommitted_changes": bool(_git("status", "--porcelain", "--", "miltext", "grammar")),
            "protobuf": f"{google.protobuf.__version__} ({api_implementation.Type()})",
-           "native_printer_built": native_printer_built()}
+           "native_printer_built": native_printer_built(), "native_encoder_built": native_encoder_built()}
     for dist in ("lark", "numpy", "coremltools"):
         try:
             env[dist] = importlib.metadata.version(dist)

@@ -48,7 +48,7 @@ def to_coremltools(program: Program, folder=None):
         raise ValueError("the program has blob values: pass the model folder that holds weights/")
     if any(os.path.dirname(f) != WEIGHTS for f in files):   # coremltools looks in weights/ only
         raise ValueError(f"coremltools reads blob values from {WEIGHTS}/ only, not from {sorted(files)}")
-    message = MIL_pb2.Program.FromString(program.to_proto(strict=True).SerializeToString(deterministic=True))
+    message = MIL_pb2.Program.FromString(program.to_bytes(strict=True))
     weights_dir = os.path.join(folder, "weights") if folder is not None else ""
     return load_mil_proto(message, _spec_version(program), weights_dir)
 

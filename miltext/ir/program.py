@@ -94,3 +94,14 @@ class Program:
             return program_to_proto(self, strict=strict)
         except RecursionError:
             raise ProgramError("the program is nested too deeply to write") from None
+
+    def to_bytes(self, *, strict: bool = False) -> bytes:
+        """`self.to_proto(strict=strict).SerializeToString(deterministic=True)`: the same bytes
+        and the same errors, written straight from the object model by the native encoder when
+        it is built and handles the program (no message is made), else through to_proto."""
+        from ..errors import ProgramError
+        from ..proto.encode import program_bytes
+        try:
+            return program_bytes(self, strict=strict)
+        except RecursionError:
+            raise ProgramError("the program is nested too deeply to write") from None

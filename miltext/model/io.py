@@ -67,7 +67,7 @@ def write_model(model: Model, path: str, progress=None, kind: str | None = None)
             _no_weights(model, path)
             write_atomic(path, model_to_bytes(model))
         elif kind == PROGRAM:
-            write_atomic(path, model.program.to_proto(strict=True).SerializeToString(deterministic=True))
+            write_atomic(path, model.program.to_bytes(strict=True))
         elif kind == TEXT:
             write_atomic(path, model_text(model).encode("utf-8"))
         else:

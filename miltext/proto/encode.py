@@ -9,23 +9,57 @@ from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided
                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
                   UnknownType, Value)
 from ..bulk import bulk
-from . import schema
+from . import fastencode, schema
 
 _FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
 
 
 def program_to_proto(program, *, strict: bool = False):
     if strict:
-        from ..refs import undefined_references
-        missing = undefined_references(program)
-        if missing:
-            raise ProgramError.at(missing[0][1], f"%{missing[0][0]} is not defined" + (
-                f" (and {len(missing) - 1} more undefined names)" if len(missing) > 1 else ""))
+        _check_references(program)
+    data = fastencode.program_bytes(program)
+    if data is not None:
+        from google.protobuf.message import DecodeError
+        try:
+            return schema.Program.FromString(data)  # with strict, this is the readability check
+        except DecodeError:
+            if strict:
+                raise ProgramError(_TOO_DEEP) from None
+            # cannot happen (the extension stops far short of protobuf's nesting limit); should
+            # it, the Python path decides
+    return _python_proto(program, strict)
+
+
+def program_bytes(program, *, strict: bool = False) -> bytes:
+    """program_to_proto(program, strict=strict).SerializeToString(deterministic=True): the same
+    bytes and errors, straight from the native encoder when it answers (no message is built;
+    what it writes is nested at most 64 messages deep, so protobuf reads it back)."""
+    if strict:
+        _check_references(program)
+    data = fastencode.program_bytes(program)
+    if data is not None:
+        return data
+    return _python_proto(program, strict).SerializeToString(deterministic=True)
+
+
+def _check_references(program) -> None:
+    from ..refs import undefined_references
+    missing = undefined_references(program)
+    if missing:
+        raise ProgramError.at(missing[0][1], f"%{missing[0][0]} is not defined" + (
+            f" (and {len(missing) - 1} more undefined names)" if len(missing) > 1 else ""))
+
+
+def _python_proto(program, strict: bool):
     with bulk():
         msg = _program(program)
     if strict:
         _check_readable(msg)
     return msg
+
+
+_TOO_DEEP = ("the program is nested deeper than protobuf reads (100 message levels, "
+             "about 45 nested blocks)")
 
 
 def _check_readable(msg) -> None:
@@ -34,8 +68,7 @@ def _check_readable(msg) -> None:
     try:
         schema.Program.FromString(msg.SerializeToString())
     except DecodeError:
-        raise ProgramError("the program is nested deeper than protobuf reads (100 message levels, "
-                           "about 45 nested blocks)") from None
+        raise ProgramError(_TOO_DEEP) from None
 
 
 def _program(program):

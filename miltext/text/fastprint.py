@@ -9,21 +9,20 @@ Python path.
 """
 from __future__ import annotations
 
-import os
+from ..native import pure_python
 
 try:
     from . import _fastprint
 except ImportError:  # not built: no C compiler, or a source tree that was never installed
     _fastprint = None
 
-_ENV = "MILTEXT_PURE_PYTHON"
 _configured = False
 _orders: dict | None = None
 
 
 def available() -> bool:
     """Whether program_text() can use the extension (built, and not disabled)."""
-    return _fastprint is not None and os.environ.get(_ENV) != "1"
+    return _fastprint is not None and not pure_python()
 
 
 def _configure() -> None:

@@ -1,0 +1,54 @@
+"""Object model → serialized MIL Program through the optional C extension `_fastencode`.
+
+`program_bytes(program)` is `encode.program_to_proto(program).SerializeToString(deterministic=True)`,
+byte for byte, only faster: the extension walks the object model and writes the wire format
+without building protobuf messages, and gives up (None) on anything it does not handle exactly
+as encode.py does, in which case the Python path runs (and gives the bytes or the proper error).
+The extension is built with the package when a C compiler is there; without it, or with
+MILTEXT_PURE_PYTHON=1 in the environment (miltext.native), everything
+takes the Python path.
+"""
+from __future__ import annotations
+
+from ..native import pure_python
+
+try:
+    from . import _fastencode
+except ImportError:  # not built: no C compiler, or a source tree that was never installed
+    _fastencode = None
+
+_configured = False
+
+
+def available() -> bool:
+    """Whether program_bytes() can use the extension (built, and not disabled)."""
+    return _fastencode is not None and not pure_python()
+
+
+def _configure() -> None:
+    """Hand the extension the classes, sentinels and dtype table that live in Python, once."""
+    global _configured
+    import numpy as np
+
+    from .. import dtypes, ir
+    names = ["Program", "Function", "Block", "Operation", "Var", "TensorType", "ListType",
+             "TupleType", "DictType", "StateType", "UnknownType", "Value", "TensorData",
+             "TupleData", "ListData", "DictData", "Blob", "EmptyImmediate"]
+    classes = {name: getattr(ir, name) for name in names}
+    classes["ndarray"] = np.ndarray
+    # exactly what dtypes.by_name answers for every name it knows (aliases included); the
+    # extension reads "dtypeN" itself
+    codes = {name: dtypes.by_name(name).code for name in (*dtypes.BY_NAME, *dtypes.ALIASES)}
+    _fastencode.configure(classes, (ir.MISSING, ir.UNSET_DIM, ir.VARIADIC), codes)
+    _configured = True
+
+
+def program_bytes(program) -> bytes | None:
+    """The deterministic serialized bytes of `program`, or None when the C path is unavailable,
+    disabled, or leaves this program to encode.py (anything unusual, including what encode.py
+    refuses)."""
+    if not available():
+        return None
+    if not _configured:
+        _configure()
+    return _fastencode.program_bytes(program)
