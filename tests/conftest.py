@@ -33,3 +33,22 @@ def case_id(path: str) -> str:
 @pytest.fixture(scope="session")
 def corpus_manifest():
     return manifest()
+
+
+# ---- the native fast paths (miltext.native) ----------------------------------------------------
+
+def require_native(module: str):
+    """The native extension `module` (e.g. "miltext.text._fastprint"). `make test` builds it
+    (pip install -e .); a missing build fails the test module instead of skipping it."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        pytest.fail(f"{module} is not built ({e}): install the package with a C compiler "
+                    "(`make test` or `pip install -e .`) so the extension is compiled", pytrace=False)
+
+
+@pytest.fixture
+def native_enabled(monkeypatch):
+    """The native fast paths on, whatever MILTEXT_PURE_PYTHON the tests were started with."""
+    monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)

@@ -1,6 +1,7 @@
 """Hypothesis strategies for random MIL programs: every dtype and kind of value, every field
 set or unset, special floats, names and strings that need quoting, nested blocks."""
 import numpy as np
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from miltext import dtypes, packing
@@ -183,3 +184,7 @@ functions = st.builds(Function, st.lists(vars_, max_size=2), st.one_of(st.sample
 
 programs = st.builds(Program, st.dictionaries(names, functions, max_size=2), st.one_of(st.just(1), INT64),
                      st.one_of(st.just(""), strings), st.one_of(st.just({}), attributes))
+
+
+# How the round-trip properties run: many examples, no deadline (big programs print slowly).
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

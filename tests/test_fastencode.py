@@ -8,12 +8,11 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
-from conftest import CORPUS
-from strategies import programs, value_strategy
+from conftest import CORPUS, require_native
+from strategies import SETTINGS, programs, value_strategy
 
-import miltext
 from miltext.errors import ProgramError
 from miltext.ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, Elided,
                         EmptyImmediate, Function, ListData, ListType, Operation, Program,
@@ -21,19 +20,10 @@ from miltext.ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, Dic
                         Value, Var)
 from miltext.proto import encode, fastencode
 
-try:
-    from miltext.proto import _fastencode  # noqa: F401
-except ImportError as e:  # make test builds it (pip install -e .); a missing build is a failure
-    pytest.fail(f"miltext.proto._fastencode is not built ({e}): install the package with a C compiler "
-                "(`make test` or `pip install -e .`) so the extension is compiled", pytrace=False)
+require_native("miltext.proto._fastencode")
+pytestmark = pytest.mark.usefixtures("native_enabled")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@pytest.fixture(autouse=True)
-def _fast_path_enabled(monkeypatch):
-    monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)
 
 
 def python_bytes(program):

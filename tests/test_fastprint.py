@@ -6,10 +6,10 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
-from conftest import CORPUS
-from strategies import programs, value_strategy
+from conftest import CORPUS, require_native
+from strategies import SETTINGS, programs, value_strategy
 
 import miltext
 from miltext import dtypes, packing
@@ -17,19 +17,10 @@ from miltext.ir import Block, Function, Operation, Program, TensorType, Value, V
 from miltext.text import fastprint, lexemes
 from miltext.text.printer import print_program
 
-try:
-    from miltext.text import _fastprint
-except ImportError as e:  # make test builds it (pip install -e .); a missing build is a failure
-    pytest.fail(f"miltext.text._fastprint is not built ({e}): install the package with a C compiler "
-                "(`make test` or `pip install -e .`) so the extension is compiled", pytrace=False)
+_fastprint = require_native("miltext.text._fastprint")
+pytestmark = pytest.mark.usefixtures("native_enabled")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@pytest.fixture(autouse=True)
-def _fast_path_enabled(monkeypatch):
-    monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)
 
 
 def python_text(data: bytes):

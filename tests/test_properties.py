@@ -1,12 +1,11 @@
 """Random programs (hypothesis): proto → text → proto is byte-identical and printing is a fixed
 point, for every dtype, kind of value and set-or-unset field."""
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 import miltext
-from strategies import programs, value_strategy
+from strategies import SETTINGS, programs, value_strategy
 from miltext.ir import Function, Block, Operation, Program, Var, TensorType
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def proto_bytes(program):
