@@ -52,3 +52,16 @@ def require_native(module: str):
 def native_enabled(monkeypatch):
     """The native fast paths on, whatever MILTEXT_PURE_PYTHON the tests were started with."""
     monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)
+
+
+def agrees_with_python(native, python, arg, must_answer: bool = False):
+    """native(arg), checked equal to python(arg) (the reference: its result, or the exception it
+    raised) whenever the native path answers; None when it gives up, which `must_answer` forbids."""
+    got = native(arg)
+    if got is None:
+        assert not must_answer, "the native path gave up on input it should handle"
+        return None
+    ref = python(arg)
+    assert not isinstance(ref, BaseException), f"the native path answered where the Python path fails: {ref!r}"
+    assert got == ref
+    return got

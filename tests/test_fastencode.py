@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conftest import CORPUS, require_native
+from conftest import CORPUS, agrees_with_python, require_native
 from strategies import SETTINGS, programs, value_strategy
 
 from miltext.errors import ProgramError
@@ -36,14 +36,7 @@ def python_bytes(program):
 
 def check(program, must_encode: bool = False):
     """C bytes == Python bytes whenever C answers; with `must_encode`, C must answer."""
-    got = fastencode.program_bytes(program)
-    if got is None:
-        assert not must_encode, "the C path gave up on a program it should encode"
-        return None
-    ref = python_bytes(program)
-    assert not isinstance(ref, BaseException), f"C encoded what the Python path refuses: {ref!r}"
-    assert got == ref
-    return got
+    return agrees_with_python(fastencode.program_bytes, python_bytes, program, must_encode)
 
 
 def read(path: str) -> bytes:

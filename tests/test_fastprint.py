@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conftest import CORPUS, require_native
+from conftest import CORPUS, agrees_with_python, require_native
 from strategies import SETTINGS, programs, value_strategy
 
 import miltext
@@ -33,14 +33,7 @@ def python_text(data: bytes):
 
 def check(data: bytes, must_print: bool = False):
     """C text == Python text whenever C answers; with `must_print`, C must answer."""
-    got = fastprint.program_text(data)
-    if got is None:
-        assert not must_print, "the C path gave up on a program it should print"
-        return None
-    ref = python_text(data)
-    assert not isinstance(ref, Exception), f"C printed what the Python path refuses: {ref!r}"
-    assert got == ref
-    return got
+    return agrees_with_python(fastprint.program_text, python_text, data, must_print)
 
 
 def proto_bytes(program) -> bytes:
