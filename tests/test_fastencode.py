@@ -439,3 +439,28 @@ def test_the_printer_shares_the_switch(monkeypatch):
     assert native.pure_python() and not fastprint.available() and not fastencode.available()
     monkeypatch.setenv("MILTEXT_PURE_PYTHON", "0")
     assert not native.pure_python() and fastprint.available() and fastencode.available()
+
+
+def test_an_encoder_that_disagrees_with_protobuf_is_not_used(monkeypatch):
+    """The extension checks itself against the installed protobuf once per process (map key
+    order is protobuf's own rule); one that writes other bytes is left unused."""
+    program = Program.from_proto(read(COREMLTOOLS_PB[0]))
+    expected = program.to_proto().SerializeToString(deterministic=True)
+    real = fastencode._fastencode
+
+    class Disagreeing:
+        configure = real.configure
+
+        @staticmethod
+        def program_bytes(p):
+            data = real.program_bytes(p)
+            return None if data is None else data + b"\x08\x02"  # one more field: other bytes
+
+    monkeypatch.setattr(fastencode, "_fastencode", Disagreeing())
+    monkeypatch.setattr(fastencode, "_configured", False)
+    monkeypatch.setattr(fastencode, "_agrees_with_protobuf", True)
+    assert fastencode.program_bytes(program) is None
+    assert program.to_bytes() == expected
+    monkeypatch.setattr(fastencode, "_fastencode", real)
+    monkeypatch.setattr(fastencode, "_configured", False)
+    assert fastencode.program_bytes(program) == expected

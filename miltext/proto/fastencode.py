@@ -41,6 +41,26 @@ def _configure() -> None:
     codes = {name: dtypes.by_name(name).code for name in (*dtypes.BY_NAME, *dtypes.ALIASES)}
     _fastencode.configure(classes, (ir.MISSING, ir.UNSET_DIM, ir.VARIADIC), codes)
     _configured = True
+    _check_against_protobuf()
+
+
+_agrees_with_protobuf = True
+
+
+def _check_against_protobuf() -> None:
+    """Once per process: the extension writes what the installed protobuf writes for a program
+    whose maps hold keys that are prefixes of one another (upb puts "ab" before "a", a rule a
+    protobuf release could change). Should they differ, the Python path does all the work."""
+    global _agrees_with_protobuf
+    from ..ir import Block, Function, Operation, Program, Value, Var
+    from .encode import _python_proto
+    op = Operation("f", inputs={"x": ["a"], "xy": ["a"], "": ["a"]}, outputs=[Var("b")],
+                   attributes={"n": Value.tensor("b"), "na": Value.tensor(1)})
+    block = Block(outputs=["b"], operations=[op])
+    probe = Program(functions={name: Function(opset="o", blocks={"o": block, "oa": block, "": block})
+                               for name in ("m", "ma", "")})
+    _agrees_with_protobuf = (_fastencode.program_bytes(probe)
+                             == _python_proto(probe, False).SerializeToString(deterministic=True))
 
 
 def program_bytes(program) -> bytes | None:
@@ -51,4 +71,4 @@ def program_bytes(program) -> bytes | None:
         return None
     if not _configured:
         _configure()
-    return _fastencode.program_bytes(program)
+    return _fastencode.program_bytes(program) if _agrees_with_protobuf else None
