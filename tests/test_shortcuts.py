@@ -55,3 +55,17 @@ def test_corpus_reads_the_same_without_shortcuts(path):
 def test_random_programs_read_the_same_without_shortcuts(program):
     text = miltext.dumps(program)
     assert proto_bytes(miltext.loads(dodge_shortcuts(text))) == proto_bytes(program)
+
+
+@pytest.mark.parametrize("argument", [
+    "y=(2, fp16)(blob(64))",        # a weight in the weight file, as every converted model has
+    "y=fp16([1.0, 2.0])",           # a literal of another dtype than its default
+    "y=uint8(3)",
+    "values=(%x, %x)",              # a group of references (concat, stack)
+])
+def test_the_lines_converted_models_are_made_of_take_the_shortcut(argument):
+    text = ('main[CoreML7](%x: (2, fp16)) {\n  block0() {\n'
+            f'    %y: (2, fp16) = f(x=%x, {argument}, name="y")\n  }} -> (%y)\n}}\n')
+    from miltext.text.parser import _parser
+    assert "SIMPLE_OPS" in {t.type for t in _parser(False).lark.lex(text)}
+    assert proto_bytes(miltext.loads(text)) == proto_bytes(miltext.loads(dodge_shortcuts(text)))

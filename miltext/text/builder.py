@@ -13,7 +13,8 @@ from ..ir.types import MISSING
 from ..model.syntax import Call, Feature, Section
 from . import lexemes
 from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
-                       NumLit, Ref, default_value, prepared, storage_escape, typed_value)
+                       NumLit, Ref, default_value, prepared, storage_escape, string_value,
+                       typed_value)
 
 from .numbers import FLOAT_MARK, NUMBER, WHITESPACE, read_numbers
 
@@ -298,14 +299,19 @@ class _Builder(Transformer):
         out, type_token, op_type = head.groups()
         inputs, attributes = {}, {}
         for key, raw in _SIMPLE_ARG.findall(text, head.end(), len(text) - 1):
-            if raw[0] == "%":
+            first = raw[0]
+            if first == "%":
                 target, payload = inputs, [raw[1:]]
             else:
                 try:
-                    value = default_value(read_numbers(raw, None) if raw[0] == "[" else self._simple_value(raw, None))
-                except LiteralError:
+                    if first == '"' or first == "[":  # the commonest literals, straight to values
+                        value = string_value(raw[1:-1]) if first == '"' else default_value(read_numbers(raw, None))
+                        target, payload = (attributes, value) if key in ("name", "val") else (inputs, [value])
+                    else:
+                        kind, key, payload = self.argument([key, self._simple_value(raw, line, column)])
+                        target = inputs if kind == "input" else attributes
+                except (LiteralError, _Failure):
                     return self._simple_op_parts(text, line, column)
-                target, payload = (attributes, value) if key in ("name", "val") else (inputs, [value])
             if key in target:
                 return self._simple_op_parts(text, line, column)
             target[key] = payload
@@ -326,26 +332,36 @@ class _Builder(Transformer):
             key, raw = m.groups()
             name = _Name(key)
             name.line, name.column = line, base + m.start()
-            kind, key, payload = self.argument([name, self._simple_value(raw, (line, base + m.start(2)))])
+            kind, key, payload = self.argument([name, self._simple_value(raw, line, base + m.start(2))])
             target = inputs if kind == "input" else attributes
             if key in target:
                 self._fail(f"{'input' if kind == 'input' else 'attribute'} {key!r} is given twice", _pos(name))
             target[str(key)] = payload
         return op
 
-    def _simple_value(self, text: str, pos):
+    def _simple_value(self, text: str, line: int, column: int):
+        """A SIMPLE_ARG's value (at `line`, `column`) as the long way reads it: the same
+        callbacks, on tokens made with their place, so that a mistake is reported where it is."""
         first = text[0]
         if first == "%":
             return Ref(text[1:])
         if first == "[":
-            try:
-                return read_numbers(text, pos)
-            except LiteralError as e:
-                self._fail(str(e), pos)
+            return self.numbers([Token("NUMBERS", text, line=line, column=column)])
         if first == '"':
             return text[1:-1]
         if text == "True" or text == "False":
             return text == "True"
+        if first == "(":
+            if text[1] == "%":  # (%a, %b)
+                return _Bindings(Ref(name.strip()[1:]) for name in text[1:-1].split(","))
+            cut = text.index(")") + 1  # (64, 8, fp16)(blob(64))
+            offset = Token("SIGNED_INT", text[cut + 6:-2], line=line, column=column + cut + 6)
+            return self.simple_typed_value([Token("TENSOR_TYPE", text[:cut], line=line, column=column),
+                                            _Data(self.blob([None, offset]), "")])
+        if first.isalpha():  # fp16(0.5), fp16([1.0, 2.0])
+            cut = text.index("(")
+            literal = self._simple_value(text[cut + 1:-1], line, column + cut + 1)
+            return self.dtype_value([Token("DTYPE", text[:cut], line=line, column=column), _Data(literal, "")])
         return lexemes.parse_float(text) if FLOAT_MARK.search(text) else lexemes.parse_int(text)
 
     def _var_name(self, tok) -> str:
@@ -758,9 +774,14 @@ class _Builder(Transformer):
 
 # The parts of a SIMPLE_OP token (grammar/mil.lark), which has already matched as a whole.
 _SIMPLE_HEAD = re.compile(r"%([A-Za-z0-9_.@/]+):[ \t]*(\([^)]*\))[ \t]*=[ \t]*([A-Za-z_][A-Za-z0-9_]*)\(")
+_NEXT_ARG = r"(?=,[ \t]*[A-Za-z_][A-Za-z0-9_.]*=|$)"
 _SIMPLE_ARG = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=(%[A-Za-z0-9_.@/]+|'
-                         r'\[[ \t0-9.eE+\-,\[\]naif]*\](?=,[ \t]*[A-Za-z_][A-Za-z0-9_.]*=|$)|'
-                         r'"[^"\\\n]*"|[^,]+)(?:,[ \t]*|$)')
+                         r'\[[ \t0-9.eE+\-,\[\]naif]*\]' + _NEXT_ARG + '|'
+                         r'"[^"\\\n]*"|'
+                         r'\(%[^)]*\)|'                                     # (%a, %b)
+                         r'\([^()]*\)\(blob\([0-9]+\)\)|'                   # (64, 8, fp16)(blob(64))
+                         r'[a-z0-9]+\((?:\[[^=]*?\]|[^,()]*)\)' + _NEXT_ARG + '|'  # fp16([1.0, 2.0])
+                         r'[^,]+)(?:,[ \t]*|$)')
 
 
 def _element_pos(lit, error: LiteralError) -> tuple | None:
