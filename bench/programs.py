@@ -180,6 +180,15 @@ def pymil_to_proto_bytes(prog) -> bytes:
     return msg.SerializeToString(deterministic=True)
 
 
+def weights_in_a_file_proto(n_ops: int, folder: str, seed: int = 0) -> tuple[bytes, str]:
+    """The transformer as a converted model keeps it: coremltools' own exporter, which sends
+    every const of 10 or more elements to `folder`/weight.bin and leaves a blob reference."""
+    from coremltools.converters.mil.backend.mil.load import MILProtoExporter
+    msg = MILProtoExporter(coremltools_transformer(n_ops, seed), weights_dir=folder,
+                           specification_version=SPEC_VERSION).export()
+    return msg.SerializeToString(deterministic=True), "coremltools MIL builder, weights in a file"
+
+
 # ---- back end 2: miltext's object model ---------------------------------------------------------
 
 class _Ref(str):

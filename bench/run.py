@@ -100,6 +100,13 @@ def load_programs(sizes, rebuild: bool) -> dict[str, tuple[bytes, dict]]:
     for n in sizes:
         progs[f"transformer_{n // 1000}k"] = cached_program(
             f"transformer_{n}", lambda n=n: programs.transformer_proto(n), rebuild)
+    if programs.have_coremltools():  # a converted model's layout: coremltools' exporter writes it
+        n = sizes[0]
+        folder = OUT / f"weights_file_{n}"
+        folder.mkdir(parents=True, exist_ok=True)
+        pb, meta = cached_program(f"weights_file_{n}", lambda: programs.weights_in_a_file_proto(n, str(folder)),
+                                  rebuild or not (folder / "weight.bin").exists())
+        progs[f"weights_file_{n // 1000}k"] = pb, {**meta, "weights_dir": str(folder)}
     progs["const_1M"] = cached_program(
         f"const_{BIG_CONST_ELEMENTS}", lambda: programs.big_const_proto(BIG_CONST_ELEMENTS), rebuild)
     return progs
@@ -107,7 +114,7 @@ def load_programs(sizes, rebuild: bool) -> dict[str, tuple[bytes, dict]]:
 
 # ---- the measured steps ------------------------------------------------------------------------
 
-def bench_program(pb: bytes, reps: int, with_coremltools: bool) -> tuple[dict, dict]:
+def bench_program(pb: bytes, reps: int, with_coremltools: bool, weights_dir: str = "") -> tuple[dict, dict]:
     """miltext both ways, whole and split into halves (to show where time goes), the protobuf
     parse baseline and, when installed, coremltools' proto -> pymil loader and its print, all
     taking turns (time_rounds). Also checks the round trip is exact, since a fast wrong answer
@@ -129,7 +136,7 @@ def bench_program(pb: bytes, reps: int, with_coremltools: bool) -> tuple[dict, d
         from coremltools.converters.mil.frontend.milproto.load import load_mil_proto
         from coremltools.proto import MIL_pb2
         msg = MIL_pb2.Program.FromString(pb)
-        steps["coremltools load (proto->pymil)"] = lambda r: load_mil_proto(msg, programs.SPEC_VERSION, "")
+        steps["coremltools load (proto->pymil)"] = lambda r: load_mil_proto(msg, programs.SPEC_VERSION, weights_dir)
         steps["coremltools print str(prog)"] = lambda r: str(r["coremltools load (proto->pymil)"])
     t, r = time_rounds(steps, reps)
     text = r["miltext proto->text"]
@@ -249,6 +256,12 @@ def ratios(t: dict) -> list[Ratio]:
         check("proto->text(10k) / coremltools print(10k)",
               r(("transformer_10k", "miltext proto->text"), ("transformer_10k", "coremltools print str(prog)")),
               "<= 1.0", lambda v: v <= 1.0),
+        check("text->proto(10k, weights in a file) / coremltools load",
+              r(("weights_file_10k", "miltext text->proto"), ("weights_file_10k", "coremltools load (proto->pymil)")),
+              "<= 0.25", lambda v: v <= 0.25),
+        check("proto->text(10k, weights in a file) / coremltools print",
+              r(("weights_file_10k", "miltext proto->text"), ("weights_file_10k", "coremltools print str(prog)")),
+              "<= 1.0", lambda v: v <= 1.0),
         check("text->proto(1M const) / protobuf parse(1M const)",
               r(("const_1M", "miltext text->proto"), ("const_1M", "protobuf parse")),
               "<= 50", lambda v: v <= 50),
@@ -282,11 +295,11 @@ def print_report(progs: dict, timings: dict, facts: dict, rs: list[Ratio], imp: 
         print(f"  {'':16} native printer used: {f['native_printer']}, its text equals the "
               f"pure-Python printer's: {f['native_text_equals_python_text']}; "
               f"native encoder used: {f['native_encoder']}")
-    print(f"\n{'ratio':52} {'value':>8}  {'target':12} met")
+    print(f"\n{'ratio':58} {'value':>8}  {'target':12} met")
     for r in rs:
         value = "n/a" if r.value is None else f"{r.value:8.3f}"
         met = {None: "-", True: "yes", False: "NO"}[r.ok]
-        print(f"{r.name:52} {value:>8}  {r.target:12} {met}")
+        print(f"{r.name:58} {value:>8}  {r.target:12} {met}")
     if imp:
         print("\nimport miltext (fresh interpreter, medians)")
         print(f"  wall time added to `python -c pass`: {imp['import_wall_s'] * 1e3:7.1f} ms "
@@ -352,9 +365,9 @@ def main(argv=None) -> int:
     progs = load_programs(sizes, args.rebuild)
     with_ct = programs.have_coremltools()
     timings, facts = {}, {}
-    for name, (pb, _) in progs.items():
+    for name, (pb, meta) in progs.items():
         print(f"timing {name} ...", file=sys.stderr, flush=True)
-        t, facts[name] = bench_program(pb, reps, with_ct)
+        t, facts[name] = bench_program(pb, reps, with_ct, meta.get("weights_dir", ""))
         timings.update({(name, step): v for step, v in t.items()})
 
     rs = ratios(timings)
