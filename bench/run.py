@@ -249,19 +249,17 @@ def ratios(t: dict) -> list[Ratio]:
     def check(name, value, target, ok):
         return Ratio(name, value, target, None if value is None else ok(value))
 
+    def against_coremltools(program, label):
+        return [check(f"text->proto({label}) / coremltools load",
+                      r((program, "miltext text->proto"), (program, "coremltools load (proto->pymil)")),
+                      "<= 0.25", lambda v: v <= 0.25),
+                check(f"proto->text({label}) / coremltools print",
+                      r((program, "miltext proto->text"), (program, "coremltools print str(prog)")),
+                      "<= 1.0", lambda v: v <= 1.0)]
+
     return [
-        check("text->proto(10k) / coremltools load(10k)",
-              r(("transformer_10k", "miltext text->proto"), ("transformer_10k", "coremltools load (proto->pymil)")),
-              "<= 0.25", lambda v: v <= 0.25),
-        check("proto->text(10k) / coremltools print(10k)",
-              r(("transformer_10k", "miltext proto->text"), ("transformer_10k", "coremltools print str(prog)")),
-              "<= 1.0", lambda v: v <= 1.0),
-        check("text->proto(10k, weights in a file) / coremltools load",
-              r(("weights_file_10k", "miltext text->proto"), ("weights_file_10k", "coremltools load (proto->pymil)")),
-              "<= 0.25", lambda v: v <= 0.25),
-        check("proto->text(10k, weights in a file) / coremltools print",
-              r(("weights_file_10k", "miltext proto->text"), ("weights_file_10k", "coremltools print str(prog)")),
-              "<= 1.0", lambda v: v <= 1.0),
+        *against_coremltools("transformer_10k", "10k"),
+        *against_coremltools("weights_file_10k", "10k, weights in a file"),
         check("text->proto(1M const) / protobuf parse(1M const)",
               r(("const_1M", "miltext text->proto"), ("const_1M", "protobuf parse")),
               "<= 50", lambda v: v <= 50),
