@@ -15,31 +15,24 @@ _FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
 
 
 def program_to_proto(program, *, strict: bool = False):
-    if strict:
-        _check_references(program)
-    data = fastencode.program_bytes(program)
-    if data is not None:
-        from google.protobuf.message import DecodeError
-        try:
-            return schema.Program.FromString(data)  # with strict, this is the readability check
-        except DecodeError:
-            if strict:
-                raise ProgramError(_TOO_DEEP) from None
-            # cannot happen (the extension stops far short of protobuf's nesting limit); should
-            # it, the Python path decides
-    return _python_proto(program, strict)
+    data = _native_bytes(program, strict)
+    return _python_proto(program, strict) if data is None else schema.Program.FromString(data)
 
 
 def program_bytes(program, *, strict: bool = False) -> bytes:
     """program_to_proto(program, strict=strict).SerializeToString(deterministic=True): the same
-    bytes and errors, straight from the native encoder when it answers (no message is built;
-    what it writes is nested at most 64 messages deep, so protobuf reads it back)."""
+    bytes and errors, straight from the native encoder when it answers (no message is built)."""
+    data = _native_bytes(program, strict)
+    return _python_proto(program, strict).SerializeToString(deterministic=True) if data is None else data
+
+
+def _native_bytes(program, strict: bool) -> bytes | None:
+    """The native encoder's bytes, or None for the Python path; with `strict`, after the check
+    of references. (What the encoder writes nests at most 64 messages deep, so protobuf reads
+    it back: strict's readability check holds without a second parse.)"""
     if strict:
         _check_references(program)
-    data = fastencode.program_bytes(program)
-    if data is not None:
-        return data
-    return _python_proto(program, strict).SerializeToString(deterministic=True)
+    return fastencode.program_bytes(program)
 
 
 def _check_references(program) -> None:
@@ -58,17 +51,14 @@ def _python_proto(program, strict: bool):
     return msg
 
 
-_TOO_DEEP = ("the program is nested deeper than protobuf reads (100 message levels, "
-             "about 45 nested blocks)")
-
-
 def _check_readable(msg) -> None:
     """What protobuf cannot read back (nested past its 100 message levels), Core ML cannot load."""
     from google.protobuf.message import DecodeError
     try:
         schema.Program.FromString(msg.SerializeToString())
     except DecodeError:
-        raise ProgramError(_TOO_DEEP) from None
+        raise ProgramError("the program is nested deeper than protobuf reads (100 message levels, "
+                           "about 45 nested blocks)") from None
 
 
 def _program(program):

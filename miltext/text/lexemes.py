@@ -154,6 +154,20 @@ def format_floats(dtype: DType, bits: np.ndarray) -> list[str]:
     return out
 
 
+def element_texts(dt: DType, elements, model_mil: bool = False) -> list[str]:
+    """Each element of a tensor as a literal writes it (floats as raw bits, see _decoded in the
+    printers): miltext's spelling, or with `model_mil` the spelling of Apple's model.mil (exact
+    hex floats, lower-case bools; ValueError for a NaN hex cannot spell)."""
+    if dt.kind == "float":
+        return format_hex_floats(dt, elements) if model_mil else format_floats(dt, elements)
+    if dt.kind == "bool":
+        words = ("false", "true") if model_mil else ("False", "True")
+        return [words[bool(b)] for b in elements.tolist()]
+    if dt.kind == "string":
+        return [quote(s) for s in elements]
+    return [str(i) for i in elements.tolist()]
+
+
 def hex_float(f: float) -> str:
     """A float as C's printf("%a") writes it on Apple's platforms (model.mil's spelling): the
     exact value in hex, no trailing zero digits, subnormals normalized: 0x1p+0, -0x1.388p+13,

@@ -294,17 +294,10 @@ class _Printer:
         if shape is None:
             raise _Cannot(f"{len(elements)} elements under {self.type(t)}: the nesting of a literal "
                           "cannot say how the unknown dims split them")
-        if dt.kind == "float":
-            try:
-                scalars = lexemes.format_hex_floats(dt, elements)
-            except ValueError as e:
-                raise _Cannot(str(e)) from None
-        elif dt.kind == "bool":
-            scalars = ["true" if b else "false" for b in elements.tolist()]
-        elif dt.kind == "string":
-            scalars = [lexemes.quote(s) for s in elements]
-        else:
-            scalars = [str(i) for i in elements.tolist()]
+        try:
+            scalars = lexemes.element_texts(dt, elements, model_mil=True)
+        except ValueError as e:  # a NaN hex cannot spell
+            raise _Cannot(str(e)) from None
         return _nest(scalars, shape) if shape else scalars[0]
 
 

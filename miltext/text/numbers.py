@@ -65,7 +65,7 @@ def _nested_numbers(text: str, pos):
     regular tensor, a List of lists (the place decides) or malformed."""
     words = NUMBER.findall(text)
     skeleton = WHITESPACE.sub("", NUMBER.sub("0", text))
-    shape = _nesting_shape(skeleton)
+    shape = _regular_shape(skeleton, len(words))
     if shape is None:
         return _nested_list(skeleton, words, pos)
     return _number_array(text, words, shape, pos)
@@ -114,33 +114,6 @@ def _nested_list(skeleton: str, words: list, pos) -> ListLit:
     out = rebuild(nested)
     out.pos = pos
     return out
-
-
-def _nesting_shape(skeleton: str) -> tuple | None:
-    """The shape of a list skeleton such as [[0,0],[0,0]], or None when it is not regular."""
-    rank = len(skeleton) - len(skeleton.lstrip("["))
-    shape = []
-    at = 0
-    for level in range(rank):
-        at = level + 1  # just inside the first list of this level
-        if skeleton[at] == "]":
-            shape.append(0)
-            break
-        depth, count, i = 0, 1, at
-        while True:
-            c = skeleton[i]
-            if c == "[":
-                depth += 1
-            elif c == "]":
-                if depth == 0:
-                    break
-                depth -= 1
-            elif c == "," and depth == 0:
-                count += 1
-            i += 1
-        shape.append(count)
-    shape = tuple(shape)
-    return shape if _skeleton_of(shape) == skeleton else None
 
 
 @lru_cache(maxsize=1024)

@@ -345,14 +345,7 @@ def _tensor_literal(dt, data: TensorData, count, shape, allow_b64: bool = False)
         if not allow_b64 or (count is not None and n != count):
             return None
         return _b64(data.values if data.field == "bytes" else packing.pack(dt, data.values))
-    if dt.kind == "float":
-        scalars = lexemes.format_floats(dt, elements)
-    elif dt.kind == "bool":
-        scalars = ["True" if b else "False" for b in elements.tolist()]
-    elif dt.kind == "string":
-        scalars = [lexemes.quote(x) for x in elements]
-    else:
-        scalars = [str(i) for i in elements.tolist()]
+    scalars = lexemes.element_texts(dt, elements)
     if shape is not None and count == n:
         return scalars[0] if not shape else _nest(scalars, shape)
     return "[" + ", ".join(scalars) + "]" if allow_b64 else None
