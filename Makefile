@@ -8,7 +8,7 @@ OUT    := build/demo
 NODE_TEST  := editors/vscode/test
 NODE_STAMP := $(NODE_TEST)/node_modules/.installed
 
-.PHONY: demo test bench conformance clean have-vim
+.PHONY: demo test test-slow bench conformance clean have-vim
 
 $(STAMP): pyproject.toml miltext/text/_fastprint.c miltext/proto/_fastencode.c
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,12 @@ have-vim:
 	fi
 
 test: $(STAMP) $(NODE_STAMP) have-vim
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# The long suites (marked slow): fuzzing runs, big inputs, real conversions. CI runs them as a
+# step of their own.
+test-slow: $(STAMP) $(NODE_STAMP) have-vim
+	$(BIN)/python -m pytest -q -m slow; rc=$$?; [ $$rc -eq 5 ] && echo "no slow suite selected" || exit $$rc
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
