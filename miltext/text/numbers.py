@@ -12,7 +12,9 @@ from lark import Token
 from . import lexemes
 from .literals import ELIDED, ListLit, LiteralError, NumLit
 
-NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
+# Every pattern here reads each character one way only (no `[0-9]+\.?[0-9]*`, which splits a run
+# of digits in many ways): a malformed list then fails in linear time, not exponential.
+NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
 FLOAT_MARK = re.compile(r"[.eEni]")
 WHITESPACE = re.compile(r"\s+")
 _FLAT_LIST = re.compile(rf"\s*(?:{NUMBER.pattern}(?:\s*,\s*{NUMBER.pattern})*\s*)?")
