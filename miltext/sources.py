@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import os
 
-from google.protobuf.message import DecodeError
-
-from .errors import ParseError
+from .errors import ParseError, ProgramError
 from .ir import Program
 
 TEXT_SUFFIXES = (".mil", ".txt")
@@ -31,6 +29,11 @@ def program_file(path: str) -> str:
 def read_program(path: str, *, with_model: bool = False):
     """The program in `path`, by its suffix (or its content when the suffix says nothing).
     With `with_model`, (the text's model section or None, the program)."""
+    return read_source(path, with_model=with_model)[0]
+
+
+def read_source(path: str, *, with_model: bool = False):
+    """(what read_program gives, the text it was parsed from, or None for a serialized one)."""
     path = program_file(path)
     try:
         with open(path, "rb") as f:
@@ -40,42 +43,30 @@ def read_program(path: str, *, with_model: bool = False):
     kind = _kind(path, data)
     if kind == "proto":
         program = program_from_bytes(path, data)
-        return (None, program) if with_model else program
+        return ((None, program) if with_model else program), None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start}) and not a MIL proto") from None
     from .text.parser import parse
-    return parse(text, path, with_model=with_model)
+    return parse(text, path, with_model=with_model), text
 
 
 def program_from_bytes(path: str, data: bytes) -> Program:
     try:
         return Program.from_proto(data)
-    except DecodeError as e:
-        raise _not_a_program(path, e) from None
+    except ProgramError as e:
+        raise InputError(f"{path}: {e.message}") from None
 
 
 def check_program_bytes(path: str, data: bytes) -> None:
     """Raise the InputError program_from_bytes would for bytes protobuf cannot read as a
     Program, without building the object model."""
-    from .proto import schema
+    from .proto.decode import program_message
     try:
-        schema.Program.FromString(data)
-    except DecodeError as e:
-        raise _not_a_program(path, e) from None
-
-
-def _not_a_program(path: str, e: DecodeError) -> InputError:
-    if "MaxDepth" in str(e):
-        return InputError(f"{path}: the program is nested deeper than protobuf reads "
-                          f"(100 message levels, about 45 nested blocks)")
-    return InputError(f"{path}: not a MIL Program protobuf ({_reason(e)})")
-
-
-def _reason(e: DecodeError) -> str:
-    text = str(e)
-    return "truncated or corrupt" if "Error parsing message" in text else text
+        program_message(data)
+    except ProgramError as e:
+        raise InputError(f"{path}: {e.message}") from None
 
 
 def _kind(path: str, data: bytes) -> str:
@@ -91,4 +82,4 @@ def _kind(path: str, data: bytes) -> str:
         return "proto"
 
 
-__all__ = ["read_program", "program_file", "program_from_bytes", "check_program_bytes", "InputError", "ParseError"]
+__all__ = ["read_program", "read_source", "program_file", "program_from_bytes", "check_program_bytes", "InputError", "ParseError"]

@@ -6,7 +6,7 @@
   points at; and what does parse prints to a fixed point.
 - Deep nesting: blocks up to the documented limit parse and print; past it, a ParseError; list
   literals and types nested absurdly deep never end in a RecursionError.
-- Corrupt protobuf: truncated and bit-flipped corpus .pb files decode or raise DecodeError,
+- Corrupt protobuf: truncated and bit-flipped corpus .pb files decode or raise miltext.ProgramError (never protobuf's DecodeError),
   whatever decodes prints as text that reads back to it, and `miltext print` on a corrupt file
   exits 1 with a short message, never a traceback.
 """
@@ -19,7 +19,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 import pytest
-from google.protobuf.message import DecodeError
 
 import miltext
 from conftest import CORPUS, proto_cases
@@ -413,20 +412,20 @@ def corruptions(data: bytes, rng: random.Random, count: int) -> list[bytes]:
 
 
 def decode_outcome(data: bytes):
-    """The Program, or None for a DecodeError; anything else propagates."""
+    """The Program, or None for a miltext.ProgramError; anything else propagates."""
     try:
         return miltext.Program.from_proto(data)
-    except DecodeError:
+    except miltext.ProgramError:
         return None
 
 
 def decode_all(damaged: list[bytes]) -> tuple[int, list[str]]:
-    """How many of `damaged` raise DecodeError, and what went wrong otherwise."""
+    """How many of `damaged` raise ProgramError, and what went wrong otherwise."""
     decode_errors, crashes = 0, []
     for i, data in enumerate(damaged):
         try:
             miltext.Program.from_proto(data)
-        except DecodeError:
+        except miltext.ProgramError:
             decode_errors += 1
         except Exception as e:  # noqa: BLE001
             crashes.append(f"--- #{i} ({len(data)} bytes): {type(e).__name__}: {e}\n{data!r}")
@@ -436,14 +435,14 @@ def decode_all(damaged: list[bytes]) -> tuple[int, list[str]]:
 @pytest.mark.parametrize("name", CORRUPT_SOURCES)
 def test_truncated_proto_decodes_or_raises_decode_error(name):
     decode_errors, crashes = decode_all(truncations(corpus_pb(name)))
-    assert not crashes, failures("truncations raised something other than DecodeError", crashes)
+    assert not crashes, failures("truncations raised something other than ProgramError", crashes)
     assert decode_errors  # the truncations really are broken
 
 
 @pytest.mark.parametrize("name", CORRUPT_SOURCES)
 def test_corrupted_proto_decodes_or_raises_decode_error(name):
     decode_errors, crashes = decode_all(corruptions(corpus_pb(name), random.Random(SEED), 300))
-    assert not crashes, failures("corruptions raised something other than DecodeError", crashes)
+    assert not crashes, failures("corruptions raised something other than ProgramError", crashes)
     assert decode_errors
 
 

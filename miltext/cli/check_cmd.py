@@ -15,7 +15,7 @@ from ..checker import check
 from ..checker.diagnostics import Diagnostic
 from ..checker.render import render_json, render_text, summary
 from ..errors import ParseError
-from ..sources import InputError, read_program
+from ..sources import InputError, read_source
 from ..text.printer import print_program
 from . import write_stdout
 
@@ -57,7 +57,7 @@ def check_file(path: str, weights: str | None) -> tuple[list, str | None]:
             from ..text.parser import parse
             return check(parse(text, path), filename=path, source=text,
                          weights=weights if weights is not None else own_weights), text
-        program = read_program(path)
+        program, text = read_source(path)
     except ParseError as e:
         return [Diagnostic("error", message, line, column, path, "syntax")
                 for line, column, message in e.errors], e.text
@@ -65,14 +65,10 @@ def check_file(path: str, weights: str | None) -> tuple[list, str | None]:
         message = str(e)
         return [Diagnostic("error", message[len(path) + 2:] if message.startswith(path + ": ") else message,
                            file=path, rule="input")], None
-    if program.functions and all(fn.loc is None for fn in program.functions.values()):
-        # A program read from a .pb has no places: check its canonical text instead.
+    if text is None:  # a program read from a .pb has no places: check its canonical text instead
         from ..text.parser import parse
         text = print_program(program)
         program = parse(text, path)
-    else:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
     return check(program, filename=path, source=text, weights=weights), text
 
 

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from .. import dtypes
+from ..errors import ProgramError
 from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, EmptyImmediate,
                   Function, ListData, ListType, Operation, Program, StateType, TensorData,
                   TensorType, TupleData, TupleType, UnknownType, Value, Var)
@@ -15,8 +17,7 @@ _FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
 
 def program_from_proto(data) -> Program:
     if isinstance(data, (bytes, bytearray, memoryview)):
-        msg = schema.Program()
-        msg.ParseFromString(bytes(data))
+        msg = program_message(data)
     elif type(data) is schema.Program:
         msg = data
     else:  # a message of another pool (coremltools'): meet through bytes
@@ -26,6 +27,18 @@ def program_from_proto(data) -> Program:
         return Program(
             functions={name: function(f) for name, f in msg.functions.items()},
             version=msg.version, doc=msg.docString, attributes=value_map(msg.attributes))
+
+
+def program_message(data) -> "schema.Program":
+    """The Program message in serialized bytes; ProgramError (never protobuf's DecodeError) for
+    bytes that are not one."""
+    try:
+        return schema.Program.FromString(bytes(data))
+    except DecodeError as e:
+        if "MaxDepth" in str(e) or "depth" in str(e).lower():
+            raise ProgramError("the program is nested deeper than protobuf reads "
+                               "(100 message levels, about 45 nested blocks)") from None
+        raise ProgramError("not a MIL Program protobuf (truncated or corrupt)") from None
 
 
 def function(msg) -> Function:
@@ -152,11 +165,21 @@ def tensor(msg) -> TensorData:
 
 def _packed_fixed(field, dtype: np.dtype) -> np.ndarray:
     """Fixed-width packed values read straight from their wire bytes: fast, and exact to the bit
-    (NaN payloads survive, where a detour through Python floats could quiet them)."""
-    wire = field.SerializeToString()
-    if not wire:
+    (NaN payloads survive, where a detour through Python floats could quiet them).
+
+    protobuf writes the known field first, as one packed record (tag, length, data); fields it
+    did not know follow and are no values, so exactly `length` bytes are read."""
+    count = len(field.values)
+    if not count:
         return np.zeros(0, dtype.newbyteorder("="))
-    pos = 1  # skip the tag byte of field 1, then the length varint
-    while wire[pos] & 0x80:
+    wire = field.SerializeToString()
+    length, pos = 0, 1  # after the tag byte of field 1, the length varint
+    for shift in range(0, 64, 7):
+        byte = wire[pos]
+        length |= (byte & 0x7F) << shift
         pos += 1
-    return np.frombuffer(wire, dtype, offset=pos + 1).astype(dtype.newbyteorder("="))
+        if not byte & 0x80:
+            break
+    if wire[0] != 0x0A or length != count * dtype.itemsize:  # not the layout protobuf writes
+        return np.array(field.values, dtype=dtype.newbyteorder("="))
+    return np.frombuffer(wire, dtype, count=count, offset=pos).astype(dtype.newbyteorder("="))
