@@ -1,10 +1,25 @@
-"""Writing files and folders so that nothing is ever half-written: a temporary one, then a rename."""
+"""Writing files and folders so that nothing is ever half-written or lost: a temporary one
+beside the target, then one atomic step.
+
+A file is replaced by one rename. A folder (an .mlpackage, an unpacked model) cannot be: where
+the system has renameat2(RENAME_EXCHANGE) (Linux), the new folder and the old one swap places
+in one step, so the path holds the old or the new one at every instant. Elsewhere the old one is
+first moved to a name of its own beside it (`.miltext-old-NAME`), which the next write of that
+path puts back if a kill came between the two renames.
+
+Every temporary name carries the writer's process id (`.miltext-PID-...`): a later write in the
+same folder removes those whose process is gone, so a killed run leaves nothing behind for long.
+"""
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
 from contextlib import contextmanager
+
+TEMP_PREFIX = ".miltext-"
+OLD_PREFIX = ".miltext-old-"
 
 
 def write_atomic(path, data: bytes) -> None:
@@ -22,7 +37,8 @@ def atomic_file(path):
         raise FileNotFoundError(2, f"cannot write: no folder {os.path.dirname(path) or '.'}", path)
     if os.path.isdir(path):
         raise IsADirectoryError(21, "is a folder", path)
-    fd, tmp = tempfile.mkstemp(prefix=".miltext-", suffix=".tmp", dir=folder)
+    clean_stale_temps(folder)
+    fd, tmp = _named(tempfile.mkstemp, folder)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -45,27 +61,123 @@ def atomic_folder(path):
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
-    if os.path.exists(path) and not os.path.isdir(path):
+    recover(path)
+    if os.path.lexists(path) and not os.path.isdir(path):
         raise NotADirectoryError(20, "exists and is not a folder", path)
-    tmp = tempfile.mkdtemp(prefix=".miltext-", suffix=".tmp", dir=parent)
+    clean_stale_temps(parent)
+    tmp = _named(tempfile.mkdtemp, parent)
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
-        if os.path.exists(path):
-            old = tempfile.mkdtemp(prefix=".miltext-old-", dir=parent)
-            os.rename(path, os.path.join(old, "x"))
-            try:
-                os.rename(tmp, path)
-            except BaseException:
-                os.rename(os.path.join(old, "x"), path)   # the old folder goes back
-                os.rmdir(old)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, path)
+        _put_in_place(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the new folder on an error, the old one after a swap
+
+
+def _put_in_place(new: str, path: str) -> None:
+    """Make the folder `new` be `path`; afterwards `new` holds the old folder (or nothing)."""
+    if not os.path.lexists(path):
+        os.rename(new, path)
+        return
+    if exchange(new, path):
+        return
+    old = _old_name(path)
+    os.rename(path, old)
+    try:
+        os.rename(new, path)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        os.rename(old, path)  # the old folder goes back
         raise
+    os.rename(old, new)  # to be removed with the temporary folder
+
+
+def recover(path: str) -> None:
+    """Finish what a write killed between its two renames left: the old folder goes back where
+    the new one never arrived, and goes away where it did."""
+    old = _old_name(path)
+    if not os.path.lexists(old):
+        return
+    if os.path.lexists(path):
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(old, path)
+
+
+def exchange(a: str, b: str) -> bool:
+    """Swap two paths in one step (renameat2 with RENAME_EXCHANGE); False where the system or
+    the file system cannot."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    import ctypes
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EPERM):
+        return False
+    raise OSError(code, os.strerror(code), b)
+
+
+_RENAMEAT2 = []
+
+
+def _renameat2():
+    if not _RENAMEAT2:
+        function = None
+        try:
+            import ctypes
+            function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+        except (OSError, ImportError, AttributeError):
+            pass
+        if function is not None:
+            import ctypes
+            function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            function.restype = ctypes.c_int
+        _RENAMEAT2.append(function)
+    return _RENAMEAT2[0]
+
+
+def clean_stale_temps(folder: str) -> None:
+    """Remove the temporary files and folders that writers which no longer run left in `folder`."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        pid = _writer_pid(name)
+        if pid is None or pid == os.getpid() or _alive(pid):
+            continue
+        full = os.path.join(folder, name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            _remove(full)
+
+
+def _named(make, folder: str):
+    return make(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".tmp", dir=folder)
+
+
+def _old_name(path: str) -> str:
+    return os.path.join(os.path.dirname(path), OLD_PREFIX + os.path.basename(path))
+
+
+def _writer_pid(name: str) -> int | None:
+    if not name.startswith(TEMP_PREFIX) or name.startswith(OLD_PREFIX) or not name.endswith(".tmp"):
+        return None
+    head = name[len(TEMP_PREFIX):].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def _umask() -> int:
