@@ -48,6 +48,10 @@ class ParseError(ValueError):
         return "\n".join(out)
 
 
+class InputError(ValueError):
+    """A file that cannot be read as what it should be; the message names the file and why."""
+
+
 class ProgramError(ValueError):
     """A program that cannot become a MIL proto (a value left out, an undefined name)."""
 

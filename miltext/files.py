@@ -15,11 +15,54 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 
+from .errors import InputError
+
 TEMP_PREFIX = ".miltext-"
 OLD_PREFIX = ".miltext-old-"
+
+
+# What one file may hold before miltext refuses to read it whole (a model's text or its
+# protobuf; weight files are read a blob at a time and have no such limit).
+MAX_READ = 4 << 30
+
+
+def open_regular(path, what: str = "file"):
+    """`path` opened for reading in binary, refused (InputError) unless it is a regular file: a
+    FIFO would block for ever, a device (/dev/zero) never end. Links are followed; the caller
+    checks where they lead."""
+    path = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else \
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "special"
+            raise InputError(f"{path}: {kind}, not a regular {what}; miltext reads only regular files")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path, what: str = "file", limit: int = MAX_READ) -> bytes:
+    """The whole of a regular file (see open_regular), its size checked before reading."""
+    with open_regular(path, what) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise InputError(f"{os.fspath(path)}: {size:,} bytes, more than the {limit:,} miltext reads at once")
+        try:
+            return f.read(size)
+        except OSError as e:
+            raise InputError(f"{os.fspath(path)}: cannot read: {e.strerror or e}") from None
 
 
 def write_atomic(path, data: bytes) -> None:

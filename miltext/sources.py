@@ -3,16 +3,13 @@ from __future__ import annotations
 
 import os
 
-from .errors import ParseError, ProgramError
+from .errors import InputError, ParseError, ProgramError
+from .files import read_regular
 from .ir import Program
 
 TEXT_SUFFIXES = (".mil", ".txt")
 PROTO_SUFFIXES = (".pb", ".binpb")
 COMPILED_TEXT = "model.mil"
-
-
-class InputError(ValueError):
-    """A file that cannot be read as a program; the message names the file and why."""
 
 
 def program_file(path: str) -> str:
@@ -35,11 +32,7 @@ def read_program(path: str, *, with_model: bool = False):
 def read_source(path: str, *, with_model: bool = False):
     """(what read_program gives, the text it was parsed from, or None for a serialized one)."""
     path = program_file(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    data = read_regular(path)
     kind = _kind(path, data)
     if kind == "proto":
         program = program_from_bytes(path, data)

@@ -13,6 +13,8 @@ import os
 import struct
 from dataclasses import dataclass
 
+from ..errors import InputError
+from ..files import open_regular
 from ..ir import DEFAULT_WEIGHT_FILE
 
 _HEADER = struct.Struct("<II")
@@ -45,7 +47,7 @@ class BlobRecord:
 class WeightFile:
     def __init__(self, path: str):
         self.path = path
-        self.file = open(path, "rb")
+        self.file = open_regular(path, "weight file")
         self.size = os.fstat(self.file.fileno()).st_size
         header = self.file.read(_HEADER.size)
         if len(header) < _HEADER.size or _HEADER.unpack(header)[1] != 2:
@@ -88,15 +90,18 @@ class WeightFiles:
         if self.file and blob_file == DEFAULT_WEIGHT_FILE:
             return self.file
         candidate = os.path.join(self.folder, blob_file.replace("\\", "/").rsplit("/", 1)[-1])
-        return candidate if os.path.isfile(candidate) else None
+        return candidate if os.path.lexists(candidate) else None
 
     def get(self, path: str) -> WeightFile:
         """The opened weight file at `path` (WeightFileError, kept, when it is not one)."""
         if path not in self.open:
             try:
+                if not os.path.realpath(path).startswith(os.path.realpath(self.folder) + os.sep):
+                    raise WeightFileError(f"{path} is a link out of its weights folder; "
+                                          "a model's weight files are its own files")
                 self.open[path] = WeightFile(path)
-            except (WeightFileError, OSError) as e:
-                self.open[path] = e if isinstance(e, WeightFileError) else WeightFileError(f"{path}: {e}")
+            except (WeightFileError, InputError, OSError) as e:
+                self.open[path] = e if isinstance(e, WeightFileError) else WeightFileError(str(e))
         found = self.open[path]
         if isinstance(found, Exception):
             raise found

@@ -13,7 +13,7 @@ import sys
 
 from .. import __version__
 from ..errors import ParseError, ProgramError
-from ..sources import InputError
+from ..errors import InputError
 
 # (name, module, one-line help)
 COMMANDS = [

@@ -31,7 +31,7 @@ def make_explicit(model, path: str) -> None:
     from ..errors import ProgramError
     from ..infer import make_explicit as explicit
     from ..model.io import TEXT, kind_of, located
-    from ..sources import InputError
+    from ..errors import InputError
     if kind_of(path) not in (TEXT, None):
         return
     try:

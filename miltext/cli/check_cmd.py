@@ -15,7 +15,8 @@ from ..checker import check
 from ..checker.diagnostics import Diagnostic
 from ..checker.render import render_json, render_text, summary
 from ..errors import ParseError
-from ..sources import InputError, read_source
+from ..errors import InputError
+from ..sources import read_source
 from ..text.printer import print_program
 from . import write_stdout
 

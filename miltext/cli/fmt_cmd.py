@@ -25,7 +25,7 @@ def run(args) -> int:
     from ..errors import ParseError, ProgramError
     from ..files import write_atomic
     from ..model.text import canonical_text, has_comments
-    from ..sources import InputError
+    from ..errors import InputError
     counts = {"changed": 0, "unchanged": 0, "failed": 0}
     for path in mil_files(args.files, counts):
         try:

@@ -53,7 +53,7 @@ def add_attributes(path: str) -> list:
 
 
 def _top_level() -> str:
-    from ..sources import InputError
+    from ..errors import InputError
     top = _git("rev-parse", "--show-toplevel", check=False)
     if not top:
         raise InputError("miltext git-setup: not in a git repository (run it in one, or use --global)")
@@ -69,7 +69,7 @@ def _global_attributes() -> str:
 
 
 def _git(*args, check: bool = True) -> str:
-    from ..sources import InputError
+    from ..errors import InputError
     try:
         result = subprocess.run(["git", *args], capture_output=True, text=True)
     except FileNotFoundError:

@@ -36,7 +36,7 @@ def _print_program(args) -> int:
     """The program alone, in another dialect."""
     from ..errors import ProgramError
     from ..model.io import located, read_model
-    from ..sources import InputError
+    from ..errors import InputError
     from ..text.dialects import printer
     if args.weight_digests:
         raise InputError(f"--weight-digests writes comments, which {args.dialect} text has no place for")

@@ -30,7 +30,7 @@ class Model:
     def program(self) -> Program:
         if self._program is None and self._program_proto is not None:
             from ..errors import ProgramError
-            from ..sources import InputError
+            from ..errors import InputError
             try:
                 self._program = Program.from_proto(self._program_proto)
             except ProgramError as e:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..ir import DEFAULT_WEIGHT_FILE, Blob, DictData, ListData, StateType, TensorType, TupleData
-from ..sources import InputError
+from ..errors import InputError
 from ..text import lexemes
 from .weights import WeightFileError, WeightReader
 
@@ -81,15 +81,16 @@ def blob_path(folder: str, file_name: str) -> str:
     return path
 
 
-def join_inside(folder: str, relative: str) -> str | None:
-    """`folder`/`relative` (a path written with /), or None when it leads out of `folder`: an
-    absolute path, a `..`, or a link to somewhere else."""
+def join_inside(folder: str, relative: str, root: str | None = None) -> str | None:
+    """`folder`/`relative` (a path written with /), or None when it leads out of `root` (by
+    default `folder`): an absolute path, a `..`, or a link, anywhere on the way, to somewhere
+    else."""
     parts = relative.replace("\\", "/").split("/")
-    if not relative or relative.startswith(("/", "\\")) or os.path.isabs(relative) or ".." in parts \
+    if not relative or "\x00" in relative or relative.startswith(("/", "\\")) or os.path.isabs(relative) or ".." in parts \
             or re.match(r"[A-Za-z]:", relative):
         return None
     path = os.path.join(folder, *[p for p in parts if p not in ("", ".")])
-    if not os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep):
+    if not os.path.realpath(path).startswith(os.path.realpath(root or folder) + os.sep):
         return None
     return path
 
@@ -114,7 +115,7 @@ class Weights:
             if self.folder is None:
                 raise InputError(f"{self.source}: no model folder to find {file_name} in")
             path = blob_path(self.folder, file_name)
-            if not os.path.isfile(path):
+            if not os.path.lexists(path):
                 raise WeightFileError(f"{path}: weight file not found (the program refers to {file_name})")
             reader = self._readers[file_name] = WeightReader(path)
         return reader

@@ -11,7 +11,7 @@ import os
 
 from ..files import atomic_folder
 from ..progress import Silent
-from ..sources import InputError
+from ..errors import InputError
 from .blobs import Weights, files_to_copy
 from .io import read_model, write_model
 from .package import copy_file

@@ -7,7 +7,9 @@ import os
 from ..errors import ProgramError, format_diagnostic
 from ..files import write_atomic
 from ..progress import Silent
-from ..sources import InputError, check_program_bytes, program_file
+from ..errors import InputError
+from ..files import read_regular
+from ..sources import check_program_bytes, program_file
 from . import Model
 from .blobs import references
 from .derive import DescriptionError
@@ -45,11 +47,7 @@ def read_model(path: str, progress=None) -> Model:
 
 def _read_program_proto(path: str) -> Model:
     """A .pb file: checked to be a Program, and kept serialized until something asks for it."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    data = read_regular(path)
     check_program_bytes(path, data)
     return Model(folder=os.path.dirname(os.path.abspath(path)), source=path, program_proto=data)
 

@@ -10,16 +10,13 @@ import os
 from google.protobuf.message import DecodeError
 
 from ..proto import schema
-from ..sources import InputError
+from ..errors import InputError
+from ..files import read_regular
 from . import Model
 
 
 def read_mlmodel(path: str, folder: str | None = None) -> Model:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    data = read_regular(path)
     return model_from_bytes(data, path, folder if folder is not None else os.path.dirname(os.path.abspath(path)))
 
 

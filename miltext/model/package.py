@@ -16,8 +16,8 @@ import json
 import os
 import uuid
 
-from ..files import atomic_folder
-from ..sources import InputError
+from ..files import atomic_folder, open_regular, read_regular
+from ..errors import InputError
 from . import Model
 from .blobs import UnsafePathError, Weights, files_to_copy, join_inside
 from .mlmodel import model_to_bytes, read_mlmodel
@@ -29,6 +29,7 @@ MODEL_ITEM = f"{AUTHOR}/model.mlmodel"
 WEIGHTS_ITEM = f"{AUTHOR}/weights"
 DESCRIPTIONS = {MODEL_ITEM: "CoreML Model Specification", WEIGHTS_ITEM: "CoreML Model Weights"}
 CHUNK = 1 << 24
+MAX_MANIFEST = 1 << 20  # a real manifest is a few hundred bytes
 
 
 def is_package(path: str) -> bool:
@@ -38,13 +39,13 @@ def is_package(path: str) -> bool:
 
 def read_manifest(path: str) -> dict:
     manifest_path = os.path.join(path, MANIFEST)
+    if not os.path.lexists(manifest_path):
+        raise InputError(f"{path}: not a model package (no {MANIFEST})")
+    data = read_regular(manifest_path, limit=MAX_MANIFEST)
     try:
-        with open(manifest_path, "rb") as f:
-            manifest = json.loads(f.read().decode("utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: not a model package (no {MANIFEST})") from None
-    except OSError as e:
-        raise InputError(f"{manifest_path}: cannot read: {e.strerror or e}") from None
+        manifest = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise InputError(f"{manifest_path}: not a package manifest (nested too deeply)") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise InputError(f"{manifest_path}: not valid JSON ({e})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("itemInfoEntries"), dict):
@@ -60,8 +61,8 @@ def model_file(path: str) -> str:
     if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
         raise InputError(f"{os.path.join(path, MANIFEST)}: the root model {root!r} has no item with a path")
     item = entry["path"]
-    file = join_inside(os.path.join(path, DATA), item)
-    if file is None:
+    file = join_inside(os.path.join(path, DATA), item, root=path)
+    if file is None or join_inside(path, os.path.relpath(os.path.dirname(file), path)) is None:
         raise UnsafePathError(f"{os.path.join(path, MANIFEST)}: the model's path {item!r} leads out of the package")
     if not os.path.isfile(file):
         raise InputError(f"{path}: the model file {os.path.join(DATA, item)} is missing")
@@ -104,7 +105,7 @@ def write_package(model: Model, path: str, progress) -> None:
 
 
 def copy_file(source: str, target: str, progress) -> None:
-    with open(source, "rb") as src, open(target, "wb") as dst:
+    with open_regular(source) as src, open(target, "wb") as dst:
         while True:
             chunk = src.read(CHUNK)
             if not chunk:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes, packing
-from ..files import atomic_file
-from ..sources import InputError
+from ..files import atomic_file, open_regular
+from ..errors import InputError
 
 ALIGNMENT = 64
 SENTINEL = 0xDEADBEEF
@@ -64,7 +64,7 @@ class WeightReader:
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        self._file = open(self.path, "rb")
+        self._file = open_regular(self.path, "weight file")
         try:
             self.file_size = os.fstat(self._file.fileno()).st_size
             header = self._read(0, _HEADER.size, "the header")
