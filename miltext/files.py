@@ -81,7 +81,8 @@ def atomic_file(path):
     if os.path.isdir(path):
         raise IsADirectoryError(21, "is a folder", path)
     clean_stale_temps(folder)
-    fd, tmp = _named(tempfile.mkstemp, folder)
+    with _named_after(path):
+        fd, tmp = _named(tempfile.mkstemp, folder)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -91,9 +92,12 @@ def atomic_file(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         else:
             os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
+        with _named_after(path):
+            os.replace(tmp, path)
+    except BaseException as e:
         _remove(tmp)
+        if isinstance(e, OSError) and e.filename in (None, tmp):
+            raise _about(e, path) from None
         raise
 
 
@@ -108,13 +112,35 @@ def atomic_folder(path):
     if os.path.lexists(path) and not os.path.isdir(path):
         raise NotADirectoryError(20, "exists and is not a folder", path)
     clean_stale_temps(parent)
-    tmp = _named(tempfile.mkdtemp, parent)
+    with _named_after(path):
+        tmp = _named(tempfile.mkdtemp, parent)
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
-        _put_in_place(tmp, path)
+        with _named_after(path):
+            _put_in_place(tmp, path)
+    except OSError as e:
+        if e.filename is None or str(e.filename).startswith(tmp):
+            raise _about(e, path) from None
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # the new folder on an error, the old one after a swap
+
+
+@contextmanager
+def _named_after(path: str):
+    """OSErrors inside name `path`, what the user asked to write, not a temporary file."""
+    try:
+        yield
+    except OSError as e:
+        raise _about(e, path) from None
+
+
+def _about(e: OSError, path: str) -> OSError:
+    """A copy of `e` that names `path` (a full disk while writing a temporary file is a full
+    disk for the file the user named)."""
+    return type(e)(e.errno, f"cannot write: {e.strerror or e}", path) if e.errno else \
+        OSError(f"cannot write: {e}")
 
 
 def _put_in_place(new: str, path: str) -> None:

@@ -56,7 +56,8 @@ def main(argv=None) -> int:
         print(str(e), file=sys.stderr)
         return args.error_status
     except OSError as e:
-        print(f"miltext: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        where = f"{e.filename}: " if e.filename else "miltext: "
+        print(f"{where}error: {e.strerror or e}", file=sys.stderr)
         return args.error_status
     except KeyboardInterrupt:
         return 130

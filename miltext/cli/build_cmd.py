@@ -16,12 +16,16 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from ..errors import InputError
     from ..model.io import MLMODEL, PACKAGE, PROGRAM, kind_of, read_model, write_model
     kind = kind_of(args.output)
+    if kind not in (PACKAGE, MLMODEL, PROGRAM):
+        raise InputError(f"{args.output}: error: build writes a .mlpackage, a .mlmodel or a .pb "
+                         "(for text, use `miltext print` or `miltext infer`)")
     with Progress("build") as progress:
         model = read_model(args.file, progress)
         make_explicit(model, args.file)
-        write_model(model, args.output, progress, kind=kind if kind in (PACKAGE, MLMODEL) else PROGRAM)
+        write_model(model, args.output, progress, kind=kind)
     return 0
 
 

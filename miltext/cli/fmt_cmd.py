@@ -13,6 +13,8 @@ import sys
 
 from . import write_stdout
 
+ERROR_STATUS = 2  # any error, even one of miltext's own: 1 means "would reformat" under --check
+
 
 def add_arguments(p) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help=".mil files, folders of them, or -")
@@ -57,7 +59,13 @@ def run(args) -> int:
         if args.check or args.diff:
             print(f"would reformat {path}", file=sys.stderr)
         else:
-            write_atomic(path, formatted.encode("utf-8"))
+            try:
+                write_atomic(path, formatted.encode("utf-8"))
+            except OSError as e:
+                print(f"{path}: error: cannot write: {e.strerror or e}; the file is as it was", file=sys.stderr)
+                counts["changed"] -= 1
+                counts["failed"] += 1
+                continue
             print(f"reformatted {path}", file=sys.stderr)
     print(_summary(counts, args.check or args.diff), file=sys.stderr)
     if counts["failed"]:
@@ -83,8 +91,8 @@ def mil_files(paths: list, counts: dict) -> list:
 def _read(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8")
+    from ..files import read_regular
+    return read_regular(path).decode("utf-8")
 
 
 def _reason(e) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import ops as op_table
 from ..ir import TensorType, Value
-from .errors import Unsupported
+from .errors import InferenceError, Unsupported
 
 
 class Scope:
@@ -118,4 +118,9 @@ class Operands:
         v = self.value(key, required=default is ...)
         if v is None:
             return None if default is None else list(default)
-        return [None if i is None else int(i) for i in np.asarray(v).reshape(-1)]
+        values = np.asarray(v).reshape(-1)
+        if values.dtype.kind == "f" and not np.all(np.isfinite(values) & (values == np.round(values))):
+            raise InferenceError(f"input {key!r} must hold integers, not {values.tolist()}")
+        if values.dtype.kind not in "iubfO":
+            raise InferenceError(f"input {key!r} must hold integers")
+        return [None if i is None else int(i) for i in values]

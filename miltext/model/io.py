@@ -58,6 +58,7 @@ def write_model(model: Model, path: str, progress=None, kind: str | None = None)
     progress = progress or Silent()
     kind = kind or kind_of(path)
     source = model.source or "<model>"
+    _not_the_source(model, path)
     try:
         if kind == PACKAGE:
             write_package(model, path, progress)
@@ -72,6 +73,17 @@ def write_model(model: Model, path: str, progress=None, kind: str | None = None)
             raise InputError(f"{path}: write a .mlpackage, .mlmodel, .pb or .mil file")
     except (ProgramError, DescriptionError) as e:
         raise InputError(located(source, e.loc, e.message)) from None
+
+
+def _not_the_source(model: Model, path: str) -> None:
+    """Refuse to replace the text being built, or a folder holding it: the source would be lost.
+    (A package or a .pb rewritten in place is fine: it is read whole before it is replaced.)"""
+    source = model.source
+    if source is None or not os.path.lexists(path) or kind_of(source) in (PACKAGE, MLMODEL, PROGRAM):
+        return
+    target, real = os.path.realpath(path), os.path.realpath(source)
+    if real == target or real.startswith(target + os.sep):
+        raise InputError(f"{path}: error: this is the text being built; write the output elsewhere")
 
 
 def _no_weights(model: Model, path: str) -> None:

@@ -44,6 +44,9 @@ def _offset_pos(tok, offset: int) -> tuple:
     return (tok.line + newlines, offset - before.rindex("\n"))
 
 
+
+MAX_DIM = (1 << 64) - 1  # MIL.proto's dimension sizes are uint64
+
 class _Name(str):
     """A name with the place it was written."""
     __slots__ = ("line", "column")
@@ -200,7 +203,7 @@ class _Builder(Transformer):
         return ("header", version, doc, attrs)
 
     def header_version(self, items):
-        return ("version", lexemes.parse_int(items[0]))
+        return ("version", self._int(items[0]))
 
     def header_doc(self, items):
         return ("doc", self._text(items[0]))
@@ -316,7 +319,8 @@ class _Builder(Transformer):
                 return self._simple_op_parts(text, line, column)
             target[key] = payload
         loc = (line, column)
-        return Operation(op_type, inputs, [Var(out, self._simple_type(type_token), loc=loc)], [],
+        type_at = (line, column + head.start(2))
+        return Operation(op_type, inputs, [Var(out, self._simple_type(type_token, type_at), loc=loc)], [],
                          attributes, loc)
 
     def _simple_op_parts(self, text: str, line: int, column: int) -> Operation:
@@ -324,7 +328,8 @@ class _Builder(Transformer):
         places for its errors."""
         head = _SIMPLE_HEAD.match(text)
         loc = (line, column)
-        op = Operation(type=head.group(3), outputs=[Var(head.group(1), self._simple_type(head.group(2)), loc=loc)],
+        op = Operation(type=head.group(3),
+                       outputs=[Var(head.group(1), self._simple_type(head.group(2), (line, column + head.start(2))), loc=loc)],
                        loc=loc)
         inputs, attributes = op.inputs, op.attributes
         base = column  # the token is one line: a part's column is base + its offset
@@ -362,7 +367,17 @@ class _Builder(Transformer):
             cut = text.index("(")
             literal = self._simple_value(text[cut + 1:-1], line, column + cut + 1)
             return self.dtype_value([Token("DTYPE", text[:cut], line=line, column=column), _Data(literal, "")])
-        return lexemes.parse_float(text) if FLOAT_MARK.search(text) else lexemes.parse_int(text)
+        try:
+            return lexemes.parse_float(text) if FLOAT_MARK.search(text) else lexemes.parse_int(text)
+        except LiteralError as e:
+            self._fail(str(e), (line, column))
+
+    def _int(self, tok) -> int:
+        """An integer token's value; one too long for any MIL integer is an error at its place."""
+        try:
+            return lexemes.parse_int(tok)
+        except LiteralError as e:
+            self._fail(str(e), _pos(tok))
 
     def _var_name(self, tok) -> str:
         if self.raw_strings:
@@ -467,16 +482,22 @@ class _Builder(Transformer):
     def simple_tensor_type(self, items):
         return self._with_suffixes(self._simple_type(items[0]), items[1:], _pos(items[0]))
 
-    def _simple_type(self, tok) -> TensorType:
+    def _simple_type(self, tok, at: tuple | None = None) -> TensorType:
+        """A TENSOR_TYPE token's type; `at`, the place of its first character when `tok` is
+        part of a longer token."""
         known = self.simple_types.get(tok)
         if known is not None:
             return TensorType(*known)
         *dims, dtype = WHITESPACE.sub("", tok[1:-1]).split(",")
         if "-" in tok:
-            at = tok.index("-")
-            size = re.match(r"-[0-9]+", tok[at:]).group()
-            self._fail(f"a dimension cannot be negative ({size})", _offset_pos(tok, at))
+            offset = tok.index("-")
+            size = re.match(r"-[0-9]+", tok[offset:]).group()
+            where = _offset_pos(tok, offset) if at is None else (at[0], at[1] + offset)
+            self._fail(f"a dimension cannot be negative ({size})", where)
         shape = tuple(int(d) if d[0].isdigit() else _DIM_WORDS[d] for d in dims)
+        sizes = [d for d in shape if type(d) is int]
+        if sizes and max(sizes) > MAX_DIM:
+            self._fail(f"a dimension must be below 2^64 ({max(sizes)})", _pos(tok) or at)
         self.simple_types[str(tok)] = known = (dtypes.by_name(dtype).name, shape)
         return TensorType(*known)
 
@@ -504,6 +525,8 @@ class _Builder(Transformer):
             if type(item) is int:
                 if item < 0:
                     self._fail(f"a dimension cannot be negative ({item})", pos)
+                if item > MAX_DIM:
+                    self._fail(f"a dimension must be below 2^64 ({item})", pos)
                 shape.append(item)
             elif isinstance(item, _Symbol):
                 shape.append(None)  # coremltools' symbolic dims (is0, 3*is0) are unknown sizes
@@ -573,7 +596,7 @@ class _Builder(Transformer):
 
     # dims and type items
     def int_dim(self, items):
-        n = lexemes.parse_int(items[0])
+        n = self._int(items[0])
         if n < 0:
             self._fail(f"a dimension cannot be negative ({n})", _pos(items[0]))
         return n
@@ -600,7 +623,7 @@ class _Builder(Transformer):
         return _Item("dict")
 
     def rank_item(self, items):
-        return _Item("rank", lexemes.parse_int(items[0]))
+        return _Item("rank", self._int(items[0]))
 
     def sym_expr(self, items):
         return _Symbol("".join(str(i) for i in items))
@@ -678,7 +701,7 @@ class _Builder(Transformer):
 
     def blob(self, items):
         file_tok, offset_tok = items
-        offset = lexemes.parse_int(offset_tok)
+        offset = self._int(offset_tok)
         if offset < 0:
             self._fail("a blob offset cannot be negative", _pos(offset_tok))
         if file_tok is None:
@@ -700,7 +723,7 @@ class _Builder(Transformer):
 
     # literals
     def int_lit(self, items):
-        return lexemes.parse_int(items[0])
+        return self._int(items[0])
 
     def float_lit(self, items):
         return lexemes.parse_float(items[0])

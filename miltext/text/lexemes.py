@@ -94,14 +94,25 @@ def var_name(token: str) -> str:
 
 # ---- numbers ------------------------------------------------------------------------------
 
+class LiteralError(ValueError):
+    """A literal that cannot be what its place asks for; the parser adds the position."""
+
+
 class NanBits(int):
     """A NaN with explicit bits, `nan(0x7fc00001)`, in the width of the dtype it lands in."""
+
+
+# No MIL integer needs more digits (uint64 has 20); longer ones are refused before Python's own
+# limit on converting them (4,300 digits) is reached.
+MAX_INT_DIGITS = 40
 
 
 def parse_int(token: str) -> int:
     t = token.lstrip("+")
     neg = t.startswith("-")
     t = t.lstrip("-")
+    if len(t) > MAX_INT_DIGITS:
+        raise LiteralError(f"an integer of {len(t):,} digits is out of range")
     n = int(t, 16) if t[:2] in ("0x", "0X") else int(t)
     return -n if neg else n
 

@@ -15,13 +15,9 @@ from .. import dtypes, packing
 from ..ir import (DictData, DictType, Elided, EmptyImmediate, ListData, ListType,
                   StateType, TensorData, TensorType, TupleData, TupleType, UnknownType, Value)
 from ..ir.values import FIELD_NUMPY, encode_tensor
-from .lexemes import NanBits
+from .lexemes import LiteralError, NanBits  # noqa: F401 - LiteralError is this module's error too
 
 MAX_LITERAL_DEPTH = 64
-
-
-class LiteralError(ValueError):
-    """A literal that cannot be what its place asks for; the parser adds the position."""
 
 
 class ListLit(list):

@@ -51,6 +51,9 @@ def _number_array(text: str, words: list, shape: tuple, pos) -> NumLit:
                          dtype=np.float64)
         kind = "float"
     else:
+        longest = max(words, key=len).strip().lstrip("+-")
+        if len(longest) > lexemes.MAX_INT_DIGITS:
+            raise LiteralError(f"an integer of {len(longest):,} digits is out of range")
         values = [int(w) for w in words]
         try:
             array = np.array(values, dtype=np.int64)

@@ -18,6 +18,7 @@ from ..bulk import bulk
 from ..errors import ParseError
 from ..ir import Program
 from .builder import MAX_BLOCK_DEPTH, _Builder, _Failure
+from .lexemes import LiteralError
 from .messages import describe_expected, describe_token
 from .modelmil_words import looks_like_modelmil
 
@@ -79,12 +80,17 @@ class _Parser:
             except _Failure as e:
                 if e.pos is not None:
                     raise
+            except LiteralError:  # a literal refused where nothing knew its place
+                pass
             finally:
                 self.builder.type_depth.clear()
                 self.builder.simple_types.clear()
             self.tracker.tracking = True
             try:
                 return self.lark.parse(text)
+            except LiteralError as e:
+                current = self.builder.current
+                raise _Failure(str(e), (current.line, current.column) if current is not None else None) from None
             finally:
                 self.tracker.tracking = False
                 self.builder.current = None
