@@ -10,6 +10,11 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from .analysis import Analysis, CannotFormat
+from .transport import REFUSED, BoundedReader
+
+# The largest document the server reads (characters): a 10k-op model with its weights in a
+# file is about 2 MB; one with every weight inline can be tens of MB.
+MAX_DOCUMENT = 32 << 20
 
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "note": lsp.DiagnosticSeverity.Information}
@@ -24,6 +29,8 @@ class MilServer(LanguageServer):
 
     def analysis(self, uri: str) -> Analysis:
         text = self.workspace.get_text_document(uri).source
+        if len(text) > MAX_DOCUMENT:
+            text = ""  # not read: publish says why
         found = self.analyses.get(uri)
         if found is None or found.source.text != text:
             found = self.analyses[uri] = Analysis(text)
@@ -40,6 +47,15 @@ class MilServer(LanguageServer):
         return lsp.Range(start=start, end=end)
 
     def publish(self, uri: str) -> None:
+        size = len(self.workspace.get_text_document(uri).source)
+        if size > MAX_DOCUMENT:
+            self.analyses.pop(uri, None)
+            message = (f"miltext: this document has {size:,} characters, more than the {MAX_DOCUMENT:,} "
+                       "the language server reads; use `miltext check` on it")
+            at = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[
+                lsp.Diagnostic(range=at, message=message, severity=lsp.DiagnosticSeverity.Warning, source="miltext")]))
+            return
         a = self.analysis(uri)
         diagnostics = [self.diagnostic(uri, a, f) for f in a.findings()]
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
@@ -119,5 +135,13 @@ def formatting(ls: MilServer, params: lsp.DocumentFormattingParams):
     return [lsp.TextEdit(range=ls.range_of(a, everything), new_text=text)]
 
 
+@server.feature(REFUSED)
+def refused(ls: MilServer, params):
+    """A message over the transport's limit was skipped unread (see transport)."""
+    ls.window_show_message(lsp.ShowMessageParams(
+        type=lsp.MessageType.Error,
+        message=f"miltext: a message of {params.size:,} bytes was refused (the limit is {params.limit:,})"))
+
+
 def serve() -> None:
-    server.start_io()
+    server.start_io(BoundedReader())
