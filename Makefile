@@ -8,7 +8,7 @@ OUT    := build/demo
 NODE_TEST  := editors/vscode/test
 NODE_STAMP := $(NODE_TEST)/node_modules/.installed
 
-.PHONY: demo test test-slow bench conformance clean have-vim
+.PHONY: demo test test-slow bench conformance clean have-vim fuzz sanitize
 
 $(STAMP): pyproject.toml miltext/text/_fastprint.c miltext/proto/_fastencode.c
 	$(PYTHON) -m venv $(VENV)
@@ -57,3 +57,27 @@ conformance: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis $(NODE_TEST)/node_modules
+
+# A bounded run of the mutation fuzzer over every input door (fuzz/run.py); FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 30
+fuzz: $(STAMP)
+	$(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS)
+
+# The C extensions built with AddressSanitizer and UBSan (a copy of the package in build/asan),
+# then their tests and a short fuzz run against that build.
+ASAN_DIR := build/asan
+SANITIZE := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+sanitize: $(STAMP)
+	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
+	cp -r miltext grammar $(ASAN_DIR)/
+	find $(ASAN_DIR) -name '*.so' -delete
+	suffix=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"); \
+	include=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['include'])"); \
+	for ext in text/_fastprint proto/_fastencode; do \
+		$${CC:-gcc} -shared -fPIC $(SANITIZE) -I$$include miltext/$$ext.c -o $(ASAN_DIR)/miltext/$$ext$$suffix || exit 1; \
+	done
+	export LD_PRELOAD=$$($${CC:-gcc} -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$(CURDIR)/$(ASAN_DIR); \
+	$(BIN)/python -P -c "import miltext.text._fastprint as p, miltext.proto._fastencode as e; \
+		assert '$(ASAN_DIR)' in p.__file__ and '$(ASAN_DIR)' in e.__file__, 'not the sanitized build'" && \
+	$(BIN)/pytest -q -p no:cacheprovider tests/test_fastprint.py tests/test_fastencode.py && \
+	$(BIN)/python fuzz/run.py --seconds 10 proto_to_text from_proto

@@ -1,0 +1,254 @@
+"""A mutation fuzzer for miltext's input doors: each target gets inputs made by mutating real
+seeds (the corpus in tests/corpus and the examples), for a bounded time.
+
+A finding is an input for which a door raises anything but a miltext error (ParseError,
+ProgramError, InputError), takes over a second, or (for the language server's transport) gets
+stuck. Findings are written to fuzz/findings/TARGET-N.bin, and the run exits 1.
+
+    python fuzz/run.py                       # every target, 30 s each
+    python fuzz/run.py --seconds 5 loads     # one target
+    python fuzz/run.py --replay FILE TARGET  # run one saved input again, with its traceback
+
+Pure Python and deterministic for a given --seed, so that CI can run it anywhere; the targets
+are plain functions of bytes, so a coverage-guided engine (atheris) can drive them too.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+import miltext
+from miltext.errors import InputError, ParseError, ProgramError
+
+EXPECTED = (ParseError, ProgramError, InputError)
+PER_INPUT = 1.0  # seconds
+
+
+# ---- the targets: each takes bytes ------------------------------------------------------------
+
+def target_loads(data: bytes) -> None:
+    text = data.decode("utf-8", errors="replace")
+    program = miltext.loads(text)
+    miltext.dumps(program)
+
+
+def target_proto_to_text(data: bytes) -> None:
+    miltext.proto_to_text(data)
+
+
+def target_from_proto(data: bytes) -> None:
+    program = miltext.Program.from_proto(data)
+    miltext.dumps(program)
+
+
+RECORD = b"\x00--file--\x00"
+
+
+def target_package(data: bytes) -> None:
+    """`data` is a package's files as records `path NUL content` joined by RECORD (see
+    package_seed); they are laid out in a temporary folder, read, printed and checked against
+    their weights."""
+    from miltext.model import read_model
+    from miltext.model.blobs import Weights
+    from miltext.model.text import model_text
+    with tempfile.TemporaryDirectory() as folder:
+        package = os.path.join(folder, "m.mlpackage")
+        os.makedirs(package)
+        for record in data.split(RECORD):
+            rel, _, content = record.partition(b"\x00")
+            rel = rel.decode("utf-8", errors="replace")
+            if not rel or ".." in rel or rel.startswith("/") or "\x00" in rel:
+                continue
+            path = os.path.join(package, rel)
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(content)
+            except OSError:
+                continue
+        model = read_model(package)
+        model_text(model)
+        with Weights(model.folder, package) as weights:
+            weights.check_all(model.program)
+
+
+def target_lsp_transport(data: bytes) -> None:
+    """The bounded reader pygls reads through: it must end (no hang) and hand on only frames
+    whose bodies have the length they say."""
+    from miltext.lsp.transport import BoundedReader
+    reader = BoundedReader(io.BytesIO(data), io.StringIO())
+    for _ in range(10_000):
+        line = reader.readline()
+        if not line:
+            return
+        if line.startswith(b"Content-Length: "):
+            length = int(line.split(b":")[1])
+            assert reader.readline() == b"\r\n"
+            body = reader.read(length)
+            assert len(body) == length
+            json.loads(body) if body[:1] == b"{" and b"miltext/refused" in body else None
+        else:
+            raise AssertionError(f"the reader handed on a line that is no frame: {line[:60]!r}")
+
+
+TARGETS = {"loads": target_loads, "proto_to_text": target_proto_to_text, "from_proto": target_from_proto,
+           "package": target_package, "lsp_transport": target_lsp_transport}
+
+
+# ---- seeds ----------------------------------------------------------------------------------
+
+def _files(folder: str, suffixes: tuple) -> list[str]:
+    out = []
+    for root, _, names in os.walk(folder):
+        out += [os.path.join(root, n) for n in sorted(names) if n.endswith(suffixes)]
+    return sorted(out)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def package_seed(path: str) -> bytes:
+    return RECORD.join(os.path.relpath(f, path).encode() + b"\x00" + _read(f) for f in _files(path, ("",)))
+
+
+def seeds(target: str) -> list[bytes]:
+    corpus = os.path.join(ROOT, "tests", "corpus")
+    extra = _files(os.path.join(HERE, "seeds", target), ("",))
+    if target == "loads":
+        found = _files(corpus, (".txt", ".mil")) + _files(os.path.join(ROOT, "examples"), (".mil",))
+    elif target in ("proto_to_text", "from_proto"):
+        found = _files(corpus, (".pb",))
+    elif target == "package":
+        packages = sorted(os.path.join(r, d) for r, ds, _ in os.walk(corpus) for d in ds if d.endswith(".mlpackage"))
+        small = [p for p in packages if sum(os.path.getsize(f) for f in _files(p, ("",))) < 20_000]
+        return [package_seed(p) for p in small] + [_read(f) for f in extra]
+    else:  # lsp_transport: the framed messages of a short session
+        return [_read(f) for f in extra]
+    return [_read(f) for f in found + extra if os.path.getsize(f) < 200_000]
+
+
+# ---- mutations ------------------------------------------------------------------------------
+
+TOKENS = [b"(", b")", b"[", b"]", b"{", b"}", b",", b"%", b"=", b'"', b"\\", b"\n", b"-", b"0x", b"1e999",
+          b"nan", b"inf", b"?", b"*", b"fp16", b"bool", b"blob(", b"const(", b"->", b"#", b"\x00", b"\xff",
+          b"9" * 30, b"[" * 50, b"Content-Length: 99999999999\r\n\r\n", b"\r\n\r\n", b"b64\"", b"@model_path/../"]
+
+
+def mutate(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        kind = rng.randrange(7)
+        i = rng.randrange(len(b) + 1)
+        if kind == 0 and b:
+            b[min(i, len(b) - 1)] ^= 1 << rng.randrange(8)
+        elif kind == 1 and b:
+            b[min(i, len(b) - 1)] = rng.randrange(256)
+        elif kind == 2 and b:
+            del b[i:i + rng.randint(1, 16)]
+        elif kind == 3:
+            b[i:i] = rng.choice(TOKENS)
+        elif kind == 4 and b:
+            j = rng.randrange(len(b))
+            b[i:i] = b[j:j + rng.randint(1, 64)]
+        elif kind == 5:  # splice with another seed
+            other = rng.choice(pool)
+            j = rng.randrange(len(other) + 1)
+            b = b[:i] + other[j:j + rng.randint(1, 256)] + b[i:]
+        elif kind == 6 and b:
+            del b[i:]  # truncation
+    return bytes(b)
+
+
+# ---- the loop -------------------------------------------------------------------------------
+
+class Slow(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise Slow
+
+
+def run_one(target, data: bytes) -> str | None:
+    """None when `data` is handled well, else what went wrong."""
+    signal.setitimer(signal.ITIMER_REAL, PER_INPUT)
+    try:
+        target(data)
+    except EXPECTED:
+        pass
+    except Slow:
+        return f"took over {PER_INPUT} s"
+    except RecursionError:
+        return "RecursionError"
+    except Exception as e:  # noqa: BLE001 - anything else is a finding
+        return f"{type(e).__name__}: {e}"[:300]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    return None
+
+
+def fuzz(name: str, seconds: float, seed: int) -> tuple[int, list]:
+    target, rng = TARGETS[name], random.Random(seed)
+    pool = seeds(name) or [b""]
+    findings, count, end = [], 0, time.monotonic() + seconds
+    for data in pool:  # every seed itself first
+        problem = run_one(target, data)
+        count += 1
+        if problem:
+            findings.append((problem, data))
+    while time.monotonic() < end:
+        data = mutate(rng.choice(pool), rng, pool)
+        problem = run_one(target, data)
+        count += 1
+        if problem and len(findings) < 20:
+            findings.append((problem, data))
+    return count, findings
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("targets", nargs="*", choices=[[], *TARGETS], default=[])
+    ap.add_argument("--seconds", type=float, default=30.0, help="per target (default 30)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--replay", metavar="FILE", help="run one saved input (name the target) with its traceback")
+    args = ap.parse_args(argv)
+    signal.signal(signal.SIGALRM, _alarm)
+    if args.replay:
+        TARGETS[args.targets[0]](_read(args.replay))
+        return 0
+    out = os.path.join(HERE, "findings")
+    total = 0
+    print(f"{'target':<15} {'inputs':>9} {'seconds':>8} findings")
+    for name in args.targets or list(TARGETS):
+        start = time.monotonic()
+        count, findings = fuzz(name, args.seconds, args.seed)
+        print(f"{name:<15} {count:>9,} {time.monotonic() - start:>8.1f} {len(findings)}", flush=True)
+        for k, (problem, data) in enumerate(findings):
+            os.makedirs(out, exist_ok=True)
+            path = os.path.join(out, f"{name}-{k}.bin")
+            with open(path, "wb") as f:
+                f.write(data)
+            print(f"  {path}: {problem}")
+        total += len(findings)
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        sys.exit(2)
