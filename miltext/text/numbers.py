@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -17,7 +18,9 @@ from .literals import ELIDED, ListLit, LiteralError, NumLit
 NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
 FLOAT_MARK = re.compile(r"[.eEni]")
 WHITESPACE = re.compile(r"\s+")
-_FLAT_LIST = re.compile(rf"\s*(?:{NUMBER.pattern}(?:\s*,\s*{NUMBER.pattern})*\s*)?")
+_NOT_NUMBER_CHARS = str.maketrans("", "", "0123456789.eE+-naif, \t")
+_LONG_INT = re.compile(r"[0-9]{19}")
+_INT_WORD = re.compile(r"\s*[-+]?[0-9]+\s*")
 _NUMBER_RUN = re.compile(r"[^\[\],]+")
 _NO_SPACE = str.maketrans("", "", " \t\r\n")
 _NO_BRACKETS = str.maketrans("", "", "[]")
@@ -30,37 +33,58 @@ def read_numbers(text: str, pos) -> NumLit:
             return ELIDED
         raise LiteralError("malformed number list")
     flat = text.count("[") == 1  # the common flat list: its shape is its length
-    body = text[1:-1] if flat else text.translate(_NO_BRACKETS)
-    if _FLAT_LIST.fullmatch(body):
-        words = body.split(",") if body.strip() else []
-        shape = (len(words),) if flat else _regular_shape(_skeleton(text), len(words))
+    values = plain_values(text[1:-1] if flat else text.translate(_NO_BRACKETS))
+    if values is not None:
+        shape = (len(values),) if flat else _regular_shape(_skeleton(text), len(values))
     elif flat:
         raise LiteralError("malformed number list")
     else:
-        shape, words = None, None
+        shape = None
     if shape is None:  # ragged, or not a list of numbers: the slow way says which
         return _nested_numbers(text, pos)
-    return _number_array(text, words, shape, pos)
+    return _number_array(text, values, shape, pos)
 
 
-def _number_array(text: str, words: list, shape: tuple, pos) -> NumLit:
+def plain_values(body: str) -> np.ndarray | None:
+    """The numbers of `1, -2.5e3, nan, inf` as one float64 array (int64 when none is written
+    as a float), or None when `body` is not such a list.
+
+    numpy reads them in C, in one pass and one array, with no Python object per number and no
+    regex (a regex with a repeated group keeps state per repetition: a 10M-number list took
+    gigabytes). It reads what NUMBER reads: only its characters may appear (so no `NaN`,
+    `0x1p3` or `infinity`), and every comma-separated part must be read whole."""
+    if body.translate(_NOT_NUMBER_CHARS):
+        return None
+    if not body.strip():
+        return np.zeros(0, np.float64)  # like any literal, an empty list is fp32
+    count = body.count(",") + 1
+    is_float = FLOAT_MARK.search(body) is not None
+    if not is_float and _LONG_INT.search(body):  # past int64: the exact, slow way
+        words = body.split(",")
+        if not all(_INT_WORD.fullmatch(w) for w in words):
+            return None
+        longest = max(len(w.strip().lstrip("+-")) for w in words)
+        if longest > lexemes.MAX_INT_DIGITS:
+            raise LiteralError(f"an integer of {longest:,} digits is out of range")
+        return np.array([int(w) for w in words], dtype=object)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy warns, then stops, at a part it cannot read
+        try:
+            values = np.fromstring(body, dtype=np.float64 if is_float else np.int64, sep=",")
+        except ValueError:
+            return None
+    return values if len(values) == count else None
+
+
+def _number_array(text: str, values: np.ndarray, shape: tuple, pos) -> NumLit:
     if len(shape) > 64:
         raise LiteralError("list literal nested deeper than 64 levels")
-    if FLOAT_MARK.search(text) or not words:  # like any literal, an empty list is fp32
-        array = np.array([float(w) for w in words] if len(words) < 64 else np.array(words).astype(np.float64),
-                         dtype=np.float64)
-        kind = "float"
-    else:
-        longest = max(words, key=len).strip().lstrip("+-")
-        if len(longest) > lexemes.MAX_INT_DIGITS:
-            raise LiteralError(f"an integer of {len(longest):,} digits is out of range")
-        values = [int(w) for w in words]
+    if values.dtype == object:
         try:
-            array = np.array(values, dtype=np.int64)
+            values = values.astype(np.int64)
         except OverflowError:
-            array = np.array(values, dtype=object)
-        kind = "int"
-    lit = NumLit(array, shape, kind, pos)
+            pass
+    lit = NumLit(values, shape, "float" if values.dtype.kind == "f" else "int", pos)
     lit.token = text if isinstance(text, Token) else None
     return lit
 
@@ -73,7 +97,7 @@ def _nested_numbers(text: str, pos):
     shape = _regular_shape(skeleton, len(words))
     if shape is None:
         return _nested_list(skeleton, words, pos)
-    return _number_array(text, words, shape, pos)
+    return _number_array(text, plain_values(",".join(words)), shape, pos)
 
 
 def _regular_shape(skeleton: str, count: int) -> tuple | None:
