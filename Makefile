@@ -51,6 +51,7 @@ test-slow: $(STAMP) $(NODE_STAMP) have-vim
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/model_files.py
+	$(BIN)/python bench/memory.py
 
 conformance: $(STAMP)
 	$(BIN)/python ../shared/conformance/check.py
