@@ -123,3 +123,13 @@ def test_a_read_only_folder_names_the_target(tmp_path, monkeypatch):
         with files.atomic_folder(tmp_path / "m.mlpackage"):
             pass
     assert e.value.filename == str(tmp_path / "m.mlpackage")
+
+
+def test_a_dtype_coremltools_lacks_is_said_where_its_inference_is_asked(tmp_path, capsys):
+    """bf16 inputs to an op only coremltools can type: coremltools has no bf16."""
+    path = tmp_path / "m.mil"
+    path.write_text("main[CoreML8](%x: (2, 3, bf16)) {\n  block0() {\n"
+                    "    %y = batch_to_space(x=%x, block_shape=[1, 1], crops=[[0, 0], [0, 0]])\n  } -> (%y)\n}\n")
+    assert main(["infer", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "m.mil:3:5: error: cannot infer the output types of batch_to_space: coremltools has no bf16 type" in err

@@ -4,6 +4,7 @@ its output types are read back. Imported only when needed (coremltools is slow t
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 
 import numpy as np
 
@@ -62,6 +63,9 @@ def _argument(t, value, const: bool, name: str, placeholders: dict, op):
     from coremltools.converters.mil.mil import get_new_symbol
     from coremltools.converters.mil.mil import types as ct_types
 
+    if isinstance(t, TensorType) and t.dtype not in _coremltools_dtypes():
+        raise InferenceError.at(op.loc, f"cannot infer the output types of {op.type}: coremltools has "
+                                        f"no {t.dtype} type; write the output types in the text")
     if value is not None and value.dtype == object and any(v is None for v in value.reshape(-1)):
         value = None    # partly known (a shape with unknown dims): coremltools gets its type only
     if value is None and const and isinstance(t, TensorType) and t.is_static:
@@ -74,6 +78,22 @@ def _argument(t, value, const: bool, name: str, placeholders: dict, op):
         return _Placeholder(name) if t.shape else (_Placeholder(name), "scalar")
     raise InferenceError.at(op.loc, f"cannot infer the output types of {op.type}: an input "
                                     f"of type {t!r} is beyond what coremltools is given here")
+
+
+@lru_cache(maxsize=1)
+def _coremltools_dtypes() -> frozenset:
+    """The dtype names coremltools' type system knows (it has no bf16 or fp8, for one)."""
+    from coremltools.converters.mil.mil import types as ct_types
+    known = set()
+    for name in ("bool", "string", "fp16", "fp32", "fp64", "bf16", "fp8e4m3fn", "fp8e5m2", "int4", "int8",
+                 "int16", "int32", "int64", "uint1", "uint2", "uint3", "uint4", "uint6", "uint8", "uint16",
+                 "uint32", "uint64"):
+        try:
+            ct_types.string_to_builtin(name)
+        except (KeyError, ValueError):
+            continue
+        known.add(name)
+    return frozenset(known)
 
 
 def _resolve(argument, by_name):
