@@ -5,7 +5,7 @@ model.mil dialect stays in its dialect. A file is rewritten all at once (a tempo
 a rename). A file that does not parse is left as it is and reported as file:line:col; so is a
 file with comments, which the canonical form has no place for, unless --drop-comments. Exit
 status: 0 when nothing would change or all was rewritten, 1 with --check when some file would
-change, 2 when a file could not be read, parsed or formatted.
+change, 2 on any error (a file that could not be read, parsed, formatted or written).
 """
 import difflib
 import os
