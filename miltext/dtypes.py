@@ -76,7 +76,8 @@ def by_name(name: str) -> DType:
     found = BY_NAME.get(name)
     if found is not None:
         return found
-    if name.startswith("dtype") and name[5:].isdigit():
+    code = name[5:].removeprefix("-")
+    if name.startswith("dtype") and code.isdigit() and code.isascii():  # open enum: codes may be negative
         return by_code(int(name[5:]))
     raise KeyError(name)
 

@@ -92,3 +92,16 @@ def test_check_of_a_program_without_functions_in_bytes_that_are_not_utf8(tmp_pat
     path.write_bytes(b"\x08\xff\x01")
     assert main(["check", str(path)]) == 0
     assert "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("code", [-5, -2147483648, 99])
+def test_a_dtype_code_no_release_defines_round_trips(code, native_enabled):
+    """DataType is an open enum: a negative or unknown code is printed `dtypeN` and read back."""
+    msg = schema.Program.FromString(miltext.loads(TEXT).to_bytes())
+    msg.functions["main"].inputs[0].type.tensorType.dataType = code
+    data = msg.SerializeToString(deterministic=True)
+    text = miltext.proto_to_text(data)
+    assert f"%x: (2, dtype{code})" in text
+    program = miltext.loads(text)
+    assert program.to_bytes() == data
+    assert program.to_proto().SerializeToString(deterministic=True) == data

@@ -475,12 +475,15 @@ static int dtype_code(PyObject *name, int64_t *code) {
     const char *s = PyUnicode_AsUTF8AndSize(name, &n);
     if (!s || n <= 5 || memcmp(s, "dtype", 5)) return -1;
     int64_t v = 0;
-    for (Py_ssize_t i = 5; i < n; i++) {
+    int negative = s[5] == '-';  /* an open enum: a code may be negative */
+    Py_ssize_t first = 5 + negative;
+    if (first >= n) return -1;
+    for (Py_ssize_t i = first; i < n; i++) {
         if (s[i] < '0' || s[i] > '9') return -1;
         v = v * 10 + (s[i] - '0');
-        if (v > INT32_MAX) return -1;
+        if (v > (int64_t)INT32_MAX + negative) return -1;
     }
-    *code = v;
+    *code = negative ? -v : v;
     return 0;
 }
 
