@@ -69,10 +69,14 @@ def main(argv=None) -> int:
         return args.error_status
 
 
+_CHUNK = 1 << 20
+
+
 def write_stdout(text: str) -> None:
     """Text to stdout; a reader that stops early (`miltext print x | head`) is no error."""
     try:
-        sys.stdout.write(text)
+        for start in range(0, len(text), _CHUNK):  # encoded a piece at a time, not all at once
+            sys.stdout.write(text[start:start + _CHUNK])
         sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

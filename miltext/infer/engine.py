@@ -15,9 +15,9 @@ def infer(program, *, use_coremltools: bool = True, report=None) -> None:
     """Fill in every missing output type, in place. `report(op, family)` is told which family
     of native rules (or "coremltools") inferred each op. Raises InferenceError at the first op
     nothing can infer."""
-    def visit(op, operands):
+    for op, operands in _walk(program):
         if all(v.type is not None for v in op.outputs):
-            return
+            continue
         types, family = _infer_op(op, operands, use_coremltools)
         if len(types) != len(op.outputs):
             raise InferenceError.at(op.loc, f"{op.type} has {len(types)} output(s), "
@@ -27,24 +27,20 @@ def infer(program, *, use_coremltools: bool = True, report=None) -> None:
                 var.type = t
         if report is not None:
             report(op, family)
-    _walk(program, visit)
 
 
 def inferred_types(program):
     """(op, types) for each op a native rule covers, its inputs typed as the text declares them
-    (what `check` compares with the declared output types). Nothing is changed."""
-    found = []
-
-    def visit(op, operands):
+    (what `check` compares with the declared output types), one op at a time. Nothing is changed."""
+    for op, operands in _walk(program):
         found_rule = registry.native(op.type)
         if found_rule is None:
-            return
+            continue
         try:
-            found.append((op, found_rule[1](operands)))
+            types = found_rule[1](operands)
         except (Unsupported, InferenceError):
-            pass
-    _walk(program, visit)
-    return found
+            continue
+        yield op, types
 
 
 def _infer_op(op, operands, use_coremltools: bool):
@@ -64,25 +60,27 @@ def _infer_op(op, operands, use_coremltools: bool):
                                     f"(`%y: (2, 3, fp32) = {op.type}(...)`)")
 
 
-def _walk(program, visit) -> None:
+def _walk(program):
+    """(op, its operands) for every op, nested blocks before the op that owns them; the scope
+    takes an op's outputs when the walk resumes, so types set by the caller are seen after."""
     for fn in program.functions.values():
         for key, block in fn.blocks.items():
             scope = Scope()
             for var in fn.inputs:
                 scope.types[var.name] = var.type
-            _block(block, key, scope, visit)
+            yield from _block(block, key, scope)
 
 
-def _block(block, opset, scope, visit) -> None:
+def _block(block, opset, scope):
     for op in block.operations:
         operands = Operands(op, opset, scope)
         for inner in op.blocks:
             child = Scope(scope)
             for var in inner.inputs:
                 child.types[var.name] = var.type
-            _block(inner, opset, child, visit)
+            yield from _block(inner, opset, child)
             operands.block_outputs.append([child.type(name) for name in inner.outputs])
-        visit(op, operands)
+        yield op, operands
         for var in op.outputs:
             scope.types[var.name] = var.type
         if op.type == "const" and len(op.outputs) == 1 and "val" in op.attributes:
@@ -94,4 +92,3 @@ def _block(block, opset, scope, visit) -> None:
             for var, value in zip(op.outputs, operands.output_values):
                 if value is not None:
                     scope.values[var.name] = value
-
