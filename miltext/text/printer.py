@@ -29,14 +29,17 @@ def print_program(program) -> str:
 
 
 def _program_text(program) -> str:
-    parts = []
+    """One list of lines for the whole program, joined once: a big program's text is built
+    twice at most (its lines, then the text), not once more per function and newline."""
     header = _header(program)
-    if header:
-        parts.append(header)
-    names = sorted(program.functions, key=lambda n: (n != "main", n))
-    for name in names:
-        parts.append(function_text(name, program.functions[name]))
-    return "\n\n".join(parts) + ("\n" if parts else "")
+    lines = [header] if header else []
+    for name in sorted(program.functions, key=lambda n: (n != "main", n)):
+        if lines:
+            lines.append("")  # a blank line between parts
+        function_lines(name, program.functions[name], lines)
+    if lines:
+        lines.append("")  # the final newline
+    return "\n".join(lines)
 
 
 def _header(program) -> str:
@@ -51,15 +54,20 @@ def _header(program) -> str:
 # ---- structure --------------------------------------------------------------------------------
 
 def function_text(name: str, fn) -> str:
+    lines = []
+    function_lines(name, fn, lines)
+    return "\n".join(lines)
+
+
+def function_lines(name: str, fn, lines: list) -> None:
     head = lexemes.name(name) + (f"[{lexemes.name(fn.opset)}]" if fn.opset else "") + "("
     sep = ",\n" + " " * len(head)
-    lines = [head + sep.join(var_decl(v) for v in fn.inputs) + ")" + attributes_text(fn.attributes) + " {"]
+    lines.append(head + sep.join(var_decl(v) for v in fn.inputs) + ")" + attributes_text(fn.attributes) + " {")
     counter = [0]
     keys = sorted(fn.blocks, key=lambda k: (k != fn.opset, k))
     for key in keys:
         block_lines(fn.blocks[key], INDENT, None if key == fn.opset else key, counter, lines)
     lines.append("}")
-    return "\n".join(lines)
 
 
 def block_lines(block, indent: str, key, counter: list, lines: list) -> None:
@@ -347,6 +355,9 @@ def _tensor_literal(dt, data: TensorData, count, shape, allow_b64: bool = False)
         return _b64(data.values if data.field == "bytes" else packing.pack(dt, data.values))
     scalars = lexemes.element_texts(dt, elements)
     if shape is not None and count == n:
+        if not n and _empty_nesting(shape) > INLINE_LIMIT:
+            # (10**9, 0) would nest a billion `[]`s: a typed context reads a flat `[]` as well
+            return "[]" if allow_b64 else None
         return scalars[0] if not shape else _nest(scalars, shape)
     return "[" + ", ".join(scalars) + "]" if allow_b64 else None
 
@@ -370,6 +381,19 @@ def _decoded(dt, data: TensorData, count):
     if dt.kind == "string":
         return data.values
     return decode_tensor(dt, data, count)
+
+
+def _empty_nesting(shape: tuple) -> int:
+    """How many `[]` the nested literal of an empty tensor of `shape` holds: the product of the
+    sizes before the first zero (the text would be that long whatever the input's size)."""
+    total = 1
+    for d in shape[:-1]:
+        if d == 0:
+            break
+        total *= d
+        if total > INLINE_LIMIT:
+            break
+    return total
 
 
 def _nest(scalars: list, shape: tuple) -> str:
