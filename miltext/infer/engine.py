@@ -7,6 +7,7 @@ import importlib.util
 from . import registry
 from .errors import InferenceError, Unsupported
 from .operands import Operands, Scope, value_array
+from .symbols import concrete, symbolic
 
 COREMLTOOLS = "coremltools"     # the family reported for an op coremltools inferred
 
@@ -15,32 +16,58 @@ def infer(program, *, use_coremltools: bool = True, report=None) -> None:
     """Fill in every missing output type, in place. `report(op, family)` is told which family
     of native rules (or "coremltools") inferred each op. Raises InferenceError at the first op
     nothing can infer."""
-    for op, operands in _walk(program):
+    def visit(op, operands):
         if all(v.type is not None for v in op.outputs):
-            continue
+            return _declared_only(op, operands)
         types, family = _infer_op(op, operands, use_coremltools)
         if len(types) != len(op.outputs):
             raise InferenceError.at(op.loc, f"{op.type} has {len(types)} output(s), "
                                             f"the text names {len(op.outputs)}")
         for var, t in zip(op.outputs, types):
             if var.type is None:
-                var.type = t
+                var.type = concrete(t)
         if report is not None:
             report(op, family)
+        return types
+    _walk(program, visit)
 
 
 def inferred_types(program):
     """(op, types) for each op a native rule covers, its inputs typed as the text declares them
-    (what `check` compares with the declared output types), one op at a time. Nothing is changed."""
-    for op, operands in _walk(program):
-        found_rule = registry.native(op.type)
-        if found_rule is None:
-            continue
-        try:
-            types = found_rule[1](operands)
-        except (Unsupported, InferenceError):
-            continue
-        yield op, types
+    (what `check` compares with the declared output types). Nothing is changed."""
+    found = []
+
+    def visit(op, operands):
+        types = _native(op, operands)
+        if types is not None:
+            found.append((op, [concrete(t) for t in types]))
+        return types
+    _walk(program, visit)
+    return found
+
+
+def _native(op, operands):
+    """The native rule's (symbolic) output types, or None when no rule covers the op."""
+    found_rule = registry.native(op.type)
+    if found_rule is None:
+        return None
+    try:
+        return found_rule[1](operands)
+    except (Unsupported, InferenceError):
+        operands.output_values = None
+        return None
+
+
+def _declared_only(op, operands):
+    """For an op the text types in full: the native rule's types (for their unknown sizes and
+    values) when they fit the declared ones."""
+    if op.type == "const":
+        return None
+    types = _native(op, operands)
+    if types is None or len(types) != len(op.outputs):
+        operands.output_values = None
+        return None
+    return types
 
 
 def _infer_op(op, operands, use_coremltools: bool):
@@ -60,35 +87,37 @@ def _infer_op(op, operands, use_coremltools: bool):
                                     f"(`%y: (2, 3, fp32) = {op.type}(...)`)")
 
 
-def _walk(program):
-    """(op, its operands) for every op, nested blocks before the op that owns them; the scope
-    takes an op's outputs when the walk resumes, so types set by the caller are seen after."""
+def _walk(program, visit) -> None:
     for fn in program.functions.values():
         for key, block in fn.blocks.items():
             scope = Scope()
             for var in fn.inputs:
-                scope.types[var.name] = var.type
-            yield from _block(block, key, scope)
+                scope.types[var.name] = symbolic(var.type)
+            _block(block, key, scope, visit)
 
 
-def _block(block, opset, scope):
+def _block(block, opset, scope, visit) -> None:
     for op in block.operations:
         operands = Operands(op, opset, scope)
         for inner in op.blocks:
             child = Scope(scope)
             for var in inner.inputs:
-                child.types[var.name] = var.type
-            yield from _block(inner, opset, child)
+                child.types[var.name] = symbolic(var.type)
+            _block(inner, opset, child, visit)
             operands.block_outputs.append([child.type(name) for name in inner.outputs])
-        yield op, operands
-        for var in op.outputs:
-            scope.types[var.name] = var.type
+        found = visit(op, operands)
+        for i, var in enumerate(op.outputs):
+            scope.types[var.name] = symbolic(found[i], var.type) if found and i < len(found) \
+                else symbolic(var.type)
         if op.type == "const" and len(op.outputs) == 1 and "val" in op.attributes:
             scope.consts.add(op.outputs[0].name)
             value = value_array(op.attributes["val"])
             if value is not None:
                 scope.values[op.outputs[0].name] = value
-        elif operands.output_values is not None:
+        elif op.type.startswith("constexpr_"):    # compile-time constants too, for coremltools
+            scope.consts.update(var.name for var in op.outputs)
+        if op.type != "const" and operands.output_values is not None:
             for var, value in zip(op.outputs, operands.output_values):
                 if value is not None:
                     scope.values[var.name] = value
+
