@@ -474,7 +474,7 @@ def test_canonical_text_is_not_taken_for_model_mil():
     (BASE.replace("(tensor<fp32, [2]> x)", "(tensor<fp31, [2]> x)"), 3, 29,
      "unexpected name 'fp31': expected a type such as tensor<fp32, [2]>"),
     (BASE.replace("relu(x = x)", "relu(x = %x)"), 4, 44,
-     "unexpected character '%': expected '(', a type such as tensor<fp32, [2]> or a name"),
+     "unexpected character '%': expected a value or a name"),
     (BASE.replace("relu(x = x)", "relu(x = tensor<fp32, [2]>([[1, 2]]))"), 4, 61,
      "a literal of shape [1, 2] where the type says [2]"),
     (BASE.replace("relu(x = x)", "relu(x = int8(300))"), 4, 49, "300 does not fit in int8 (-128 to 127)"),
