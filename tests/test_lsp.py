@@ -156,7 +156,7 @@ def test_server_says_what_it_can_do(client):
 def test_parse_errors_on_open_with_their_ranges(client):
     diagnostics = open_text(client, "file:///bad.mil", BAD)
     assert [(d["range"], d["severity"], d["message"]) for d in diagnostics] == [
-        (span(2, 33, 37), 1, "unexpected 'name=': expected ',' or ')'"),
+        (span(2, 33, 37), 1, "unexpected argument 'name': expected ',' or ')'"),
         (span(3, 8, 14), 1, "expected a type such as (2, 4, fp32): the dtype comes last"),
         (span(4, 35, 39), 1, "300 does not fit in int8 (-128 to 127)"),
     ]

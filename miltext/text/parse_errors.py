@@ -1,0 +1,165 @@
+"""Parse errors as a person can act on them, for both text dialects (parser.py, modelmil_parser.py).
+
+A parser raises LocatedError for the first mistake it meets; collect_errors runs it again
+without the lines at fault to find the mistakes that are independent of it, and raises them
+all as one ParseError. Three rules keep that list to one error per mistake:
+
+- a `(`, `[` or `{` that is never closed is told once, at the delimiter: the parser only
+  notices it lines later, and each following line would look wrong;
+- the end of the text is where a truncated text is wrong, and nothing follows it to look at;
+- a line at fault goes away whole, so the search goes on at the next op line.
+"""
+from __future__ import annotations
+
+import re
+
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from ..errors import ParseError
+from .messages import describe_token
+
+MAX_ERRORS = 20
+
+_CLOSER_OF = {"(": ")", "[": "]", "{": "}"}
+_OPENER_OF = {v: k for k, v in _CLOSER_OF.items()}
+
+# What the bracket scan steps over: strings (to the end of the line when their quote is never
+# closed) and comments. Raw strings (coremltools' print) have no escapes.
+_ESCAPED = r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?'
+_RAW = r'"[^"\n]*"?|\'[^\'\n]*\'?'
+_SCANS = {raw: re.compile(f"{strings}|#[^\\n]*|[()\\[\\]{{}}]") for raw, strings in
+          ((False, _ESCAPED), (True, _RAW))}
+
+
+class LocatedError(Exception):
+    """The first error of one parse: where, what, whether it is the end of the text, and whether
+    it is a token out of place (which a delimiter never closed before it may explain)."""
+
+    def __init__(self, line: int, column: int, message: str, at_end: bool = False, misplaced: bool = False):
+        super().__init__(message)
+        self.line, self.column, self.message = line, column, message
+        self.at_end, self.misplaced = at_end, misplaced
+
+
+def collect_errors(text: str, filename: str | None, parse_once, raw: bool = False):
+    """What `parse_once(text)` returns; when it raises LocatedError, parse again without each
+    statement at fault to find further independent errors, then raise them all as one
+    ParseError. `raw` says the text's strings have no escapes (coremltools' print)."""
+    errors: list = []
+    attempt = text
+    for _ in range(MAX_ERRORS):
+        try:
+            result = parse_once(attempt)
+        except LocatedError as e:
+            line, column, message, lines = _explained(e, attempt, raw)
+            if any((line, column) == found[:2] for found in errors):
+                break
+            errors.append((line, column, message))
+            if e.at_end:
+                break
+            attempt = _without_lines(attempt, lines)
+            if attempt is None:
+                break
+            continue
+        if not errors:
+            return result
+        break
+    errors.sort()
+    line, column, message = errors[0]
+    raise ParseError(message, line, column, filename, source_line(text, line), errors, text)
+
+
+def _explained(e: LocatedError, text: str, raw: bool) -> tuple[int, int, str, range]:
+    """(line, column, message) of an error, told at the delimiter that caused it when one is
+    never closed, and the lines to take out to look further."""
+    if e.misplaced:
+        opener = _unclosed_before(text, e.line, e.column, raw)
+        if opener is not None:
+            line, column, char = opener
+            return line, column, f"'{char}' opened here is never closed", range(line, max(line, e.line - 1) + 1)
+    return e.line, e.column, e.message, range(e.line, e.line + 1)
+
+
+def _unclosed_before(text: str, line: int, column: int, raw: bool):
+    """(line, column, char) of the innermost delimiter that is open at the place of an error and
+    never closed, or None. A `{` counts only when a closer of another kind shows it unclosed:
+    at the end of the text, an open `{` is a truncated text, which its end tells better."""
+    at = _offset(text, line, column)
+    stack: list = []      # (offset, char) of the open delimiters
+    unclosed: list = []   # (offset, char, offset where it shows unclosed)
+    for m in _SCANS[raw].finditer(text):
+        char = m.group()
+        if len(char) != 1 or char in "\"'#":
+            continue
+        if char in _CLOSER_OF:
+            stack.append((m.start(), char))
+            continue
+        wanted = _OPENER_OF[char]
+        if stack and stack[-1][1] == wanted:
+            stack.pop()
+        elif any(c == wanted for _, c in stack):  # it closes an outer one: the inner ones stay open
+            while stack[-1][1] != wanted:
+                unclosed.append((*stack.pop(), m.start()))
+            stack.pop()
+        if m.start() > at and not stack:
+            break
+    unclosed.extend((offset, char, len(text)) for offset, char in stack if char != "{")
+    found = [(offset, char) for offset, char, shown in unclosed if offset < at <= shown]
+    if not found:
+        return None
+    offset, char = max(found)
+    before = text.rfind("\n", 0, offset)
+    return text.count("\n", 0, offset) + 1, offset - before, char
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return len(text)
+    return start + column - 1
+
+
+def _without_lines(text: str, lines: range) -> str | None:
+    """The text with lines `lines` (1-based) emptied, so parsing can look for further errors;
+    None when one of them holds structure (a function, a block or its end) that cannot go."""
+    parts = text.split("\n")
+    if not lines or not (0 < lines.start and lines.stop - 1 <= len(parts)):
+        return None
+    for n in lines:
+        content = parts[n - 1].strip()
+        if "{" in content or "}" in content:
+            return None
+    if not any(parts[n - 1].strip() for n in lines):
+        return None
+    for n in lines:
+        parts[n - 1] = ""
+    return "\n".join(parts)
+
+
+def source_line(text: str, line: int) -> str | None:
+    """Line `line` (1-based) as the parser counts lines: at \\n only."""
+    lines = text.split("\n")
+    return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else None
+
+
+def _end_of(text: str) -> tuple[int, int]:
+    """Just past the last character that is not white space: where the text stops short."""
+    lines = text.rstrip().split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
+def lark_error(e: UnexpectedInput, text: str, describe) -> LocatedError:
+    """A Lark error in words; `describe` words the set of terminals the parser expected."""
+    if isinstance(e, UnexpectedToken) and e.token.type == "$END" or isinstance(e, UnexpectedEOF):
+        return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}", at_end=True)
+    if isinstance(e, UnexpectedToken):
+        return LocatedError(e.line, e.column, f"unexpected {describe_token(e.token)}: {describe(e.expected)}",
+                            misplaced=True)
+    if isinstance(e, UnexpectedCharacters):
+        char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
+        if char in "\"'":
+            return LocatedError(e.line, e.column, "unterminated string: a string ends with its quote on the same line")
+        return LocatedError(e.line, e.column, f"unexpected character {char!r}: {describe(e.allowed)}")
+    return LocatedError(getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, "the text cannot be read here")
