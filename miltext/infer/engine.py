@@ -6,7 +6,7 @@ import importlib.util
 
 from . import registry
 from .errors import InferenceError, Unsupported
-from .operands import Operands, Scope, value_array
+from .operands import Operands, Scope
 
 COREMLTOOLS = "coremltools"     # the family reported for an op coremltools inferred
 
@@ -30,21 +30,11 @@ def infer(program, *, use_coremltools: bool = True, report=None) -> None:
     _walk(program, visit)
 
 
-def inferred_types(program):
-    """(op, types) for each op a native rule covers, its inputs typed as the text declares them
-    (what `check` compares with the declared output types). Nothing is changed."""
-    found = []
-
-    def visit(op, operands):
-        found_rule = registry.native(op.type)
-        if found_rule is None:
-            return
-        try:
-            found.append((op, found_rule[1](operands)))
-        except (Unsupported, InferenceError):
-            pass
+def walk(program, visit) -> None:
+    """Calls `visit(op, operands)` for every op in program order, nested blocks first. What it
+    returns (a list of types, or None) stands for the outputs the text leaves untyped, for the
+    ops after it; nothing is changed (`check` walks this way)."""
     _walk(program, visit)
-    return found
 
 
 def _infer_op(op, operands, use_coremltools: bool):
@@ -82,14 +72,13 @@ def _block(block, opset, scope, visit) -> None:
                 child.types[var.name] = var.type
             _block(inner, opset, child, visit)
             operands.block_outputs.append([child.type(name) for name in inner.outputs])
-        visit(op, operands)
-        for var in op.outputs:
-            scope.types[var.name] = var.type
+        found = visit(op, operands)
+        for i, var in enumerate(op.outputs):
+            scope.types[var.name] = var.type if var.type is not None or found is None \
+                or i >= len(found) else found[i]
         if op.type == "const" and len(op.outputs) == 1 and "val" in op.attributes:
             scope.consts.add(op.outputs[0].name)
-            value = value_array(op.attributes["val"])
-            if value is not None:
-                scope.values[op.outputs[0].name] = value
+            scope.values[op.outputs[0].name] = op.attributes["val"]   # read as numpy when asked
         elif operands.output_values is not None:
             for var, value in zip(op.outputs, operands.output_values):
                 if value is not None:
