@@ -14,15 +14,19 @@ class Context:
         self.weights = weights          # a weights.WeightFiles, or None: blobs are not checked
         self.where = Locator(source)
         self.diagnostics: list[Diagnostic] = []
+        self.faulty_ops: set = set()    # ids of ops whose call is wrong (inference skips them)
         self.resolution = resolve(program)
         self.blocks: list = []          # (function name, opset key, block), in program order
         self.ops: list = []             # (function name, opset key, op), in program order
         self._walk()
         self._targets: dict | None = None
-        # coremltools' print never shows a const op, and real programs always have some: a
-        # program with none was (most likely) read from a print, where consts are dangling
-        # names and the dtypes of literals are guesses (1.0 is fp32, 1 is int32).
-        self.from_print = not any(op.type == "const" for _, _, op in self.ops)
+        # coremltools' print never shows a const op but always an op's name and output types,
+        # and real programs always have consts: a program with none, every op named and typed,
+        # was (most likely) read from a print, where consts are dangling names and the dtypes
+        # of literals are guesses (1.0 is fp32, 1 is int32). Shorthand leaves names out.
+        self.from_print = not any(op.type == "const" for _, _, op in self.ops) and all(
+            "name" in op.attributes and all(v.type is not None for v in op.outputs)
+            for _, _, op in self.ops)
 
     def _walk(self) -> None:
         for fn_name, fn in self.program.functions.items():

@@ -9,7 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..ir import ListType, StateType, TensorType
-from .errors import InferenceError
+from .errors import InferenceError, Refused
 from .symbols import Sym, fully_known, known
 
 
@@ -49,8 +49,8 @@ def _infer(operands) -> list:
             kwargs = {k: _resolve(v, by_name) for k, v in arguments.items()}
             out = builder(**kwargs, name="inferred")
     except Exception as e:  # noqa: BLE001 (coremltools checks an op by any exception: the text is at fault)
-        raise InferenceError.at(op.loc, f"{op.type}: coremltools cannot type it: "
-                                        f"{str(e) or type(e).__name__}") from None
+        raise Refused(f"{op.type}: coremltools cannot type it: {str(e) or type(e).__name__}",
+                      op.loc, str(e) or type(e).__name__) from None
     outputs = list(out) if isinstance(out, (list, tuple)) else [out]
     operands.output_values = [_known_value(v) for v in outputs]
     ours = {theirs: sym for sym, theirs in symbols.items()}   # the input sizes coremltools passes on

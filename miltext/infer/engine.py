@@ -6,7 +6,7 @@ import importlib.util
 
 from . import registry
 from .errors import InferenceError, Unsupported
-from .operands import Operands, Scope, value_array
+from .operands import Operands, Scope
 from .symbols import concrete, symbolic
 
 COREMLTOOLS = "coremltools"     # the family reported for an op coremltools inferred
@@ -29,6 +29,13 @@ def infer(program, *, use_coremltools: bool = True, report=None) -> None:
         if report is not None:
             report(op, family)
         return types
+    _walk(program, visit)
+
+
+def walk(program, visit) -> None:
+    """Calls `visit(op, operands)` for every op in program order, nested blocks first. What it
+    returns (a list of types, or None) stands for the outputs the text leaves untyped, for the
+    ops after it; nothing is changed (`check` walks this way)."""
     _walk(program, visit)
 
 
@@ -111,9 +118,7 @@ def _block(block, opset, scope, visit) -> None:
                 else symbolic(var.type)
         if op.type == "const" and len(op.outputs) == 1 and "val" in op.attributes:
             scope.consts.add(op.outputs[0].name)
-            value = value_array(op.attributes["val"])
-            if value is not None:
-                scope.values[op.outputs[0].name] = value
+            scope.values[op.outputs[0].name] = op.attributes["val"]   # read as numpy when asked
         elif op.type.startswith("constexpr_"):    # compile-time constants too, for coremltools
             scope.consts.update(var.name for var in op.outputs)
         if op.type != "const" and operands.output_values is not None:

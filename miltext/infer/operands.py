@@ -16,7 +16,7 @@ class Scope:
     def __init__(self, parent: Scope | None = None):
         self.parent = parent
         self.types: dict = {}
-        self.values: dict = {}      # name -> numpy array, for vars whose value is known
+        self.values: dict = {}      # name -> numpy array (or a const's Value, read when asked)
         self.consts: set = set()    # names of const ops' outputs (their values may be in a file)
 
     def _scope_of(self, name: str, table: str):
@@ -35,7 +35,12 @@ class Scope:
 
     def value(self, name: str):
         s = self._scope_of(name, "values")
-        return None if s is None else s.values[name]
+        if s is None:
+            return None
+        found = s.values[name]
+        if isinstance(found, Value):
+            found = s.values[name] = value_array(found)
+        return found
 
 
 def value_array(value: Value):

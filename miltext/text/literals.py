@@ -118,6 +118,8 @@ def _kind(scalars: list) -> str:
             kinds.add("float")
         elif t is str:
             kinds.add("string")
+        elif isinstance(s, str) and s.isidentifier():
+            raise LiteralError(f"{s} is a bare name: write %{s} for the var {s}, or \"{s}\" for a string")
         else:
             raise LiteralError(f"not a tensor element: {_shown(s)}")
     if not kinds:
