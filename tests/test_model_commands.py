@@ -236,6 +236,11 @@ def test_build_checks_each_blob_against_its_type(tmp_path):
     (tmp_path / "model.mil").write_text(HAND_WRITTEN.replace("(4, 4, fp32)(blob(64))", "(4, 4, fp16)(blob(64))"))
     result = run("build", "model.mil", "-o", "out.mlpackage", cwd=tmp_path)
     assert_clean_failure(result)
+    assert result.stderr.startswith("model.mil:4:30: error: the blob at offset 64 holds fp32 data, "
+                                    "but the value is (4, 4, fp16)\n")
+    assert not (tmp_path / "out.mlpackage").exists() and leftovers(tmp_path) == []
+    result = run("build", "--no-verify", "model.mil", "-o", "out.mlpackage", cwd=tmp_path)
+    assert_clean_failure(result)    # unchecked, the blob is still checked as it is copied
     assert result.stderr.startswith("model.mil:4:5: error: ") and "blob 64 holds fp32, not fp16" in result.stderr
     assert not (tmp_path / "out.mlpackage").exists() and leftovers(tmp_path) == []
 
