@@ -224,8 +224,8 @@ def test_build_of_an_mlmodel_needs_no_weights(tmp_path):
     result = run("build", hand_written_model(tmp_path), "-o", "out.mlmodel", cwd=tmp_path)
     assert_clean_failure(result)
     assert "cannot carry weight files" in result.stderr
-    text = HAND_WRITTEN.replace('    %w: (4, 4, fp32) = const(val=(4, 4, fp32)(blob(64)), name="w")\n', "")
-    (tmp_path / "plain.mil").write_text(text.replace("weight=%w", "weight=%x"), encoding="utf-8")
+    inline = "(4, 4, fp32)(" + str(np.eye(4).tolist()) + ")"
+    (tmp_path / "plain.mil").write_text(HAND_WRITTEN.replace("(4, 4, fp32)(blob(64))", inline), encoding="utf-8")
     result = run("build", "plain.mil", "-o", "out.mlmodel", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert coremltools_model(read(tmp_path / "out.mlmodel")).description.input[0].name == "x"
@@ -236,6 +236,11 @@ def test_build_checks_each_blob_against_its_type(tmp_path):
     (tmp_path / "model.mil").write_text(HAND_WRITTEN.replace("(4, 4, fp32)(blob(64))", "(4, 4, fp16)(blob(64))"))
     result = run("build", "model.mil", "-o", "out.mlpackage", cwd=tmp_path)
     assert_clean_failure(result)
+    assert result.stderr.startswith("model.mil:4:30: error: the blob at offset 64 holds fp32 data, "
+                                    "but the value is (4, 4, fp16)\n")
+    assert not (tmp_path / "out.mlpackage").exists() and leftovers(tmp_path) == []
+    result = run("build", "--no-verify", "model.mil", "-o", "out.mlpackage", cwd=tmp_path)
+    assert_clean_failure(result)    # unchecked, the blob is still checked as it is copied
     assert result.stderr.startswith("model.mil:4:5: error: ") and "blob 64 holds fp32, not fp16" in result.stderr
     assert not (tmp_path / "out.mlpackage").exists() and leftovers(tmp_path) == []
 

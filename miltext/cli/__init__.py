@@ -53,7 +53,7 @@ def main(argv=None) -> int:
         print(e.render_all(), file=sys.stderr)
         return args.error_status
     except (InputError, ProgramError) as e:
-        print(str(e), file=sys.stderr)
+        print(with_error(str(e), args), file=sys.stderr)
         return args.error_status
     except OSError as e:
         where = f"{e.filename}: " if e.filename else "miltext: "
@@ -70,6 +70,19 @@ def main(argv=None) -> int:
 
 
 _CHUNK = 1 << 20
+
+
+def with_error(message: str, args=None) -> str:
+    """`message` saying it is an error, as every error line does: `FILE: error: ...` when it
+    starts with a file the command was given, else `miltext: error: ...`."""
+    first = message.split("\n", 1)[0]
+    if first.startswith("error: ") or ": error: " in first:
+        return message
+    named = [v for v in vars(args).values() if isinstance(v, str) and v] if args is not None else []
+    for path in sorted(named, key=len, reverse=True):
+        if message.startswith(path + ": "):
+            return f"{path}: error: {message[len(path) + 2:]}"
+    return f"miltext: error: {message}"
 
 
 def write_stdout(text: str) -> None:

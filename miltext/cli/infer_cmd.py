@@ -18,8 +18,8 @@ def run(args) -> int:
     from ..model.text import model_text
     from ..progress import Progress
     from .build_cmd import make_explicit
-    with Progress("infer") as progress:
+    with Progress("infer", stages={"reading": 1, "inferring": 1}) as progress:
         model = read_model(args.file, progress)
-        make_explicit(model, args.file)
+        make_explicit(model, args.file, progress)
     write_stdout(model_text(model))
     return 0

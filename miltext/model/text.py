@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..sources import program_file, read_program
+from ..sources import program_file, read_source
 from . import Model
 from .section import SectionError, located_error, section_text, spec_from_section
 
@@ -23,28 +23,26 @@ def model_text(model: Model, weights=None) -> str:
 
 def read_text_model(path: str) -> Model:
     """A .mil file (or a .pb, which has no model section) as a Model."""
-    section, program = read_program(path, with_model=True)
+    (section, program), text = read_source(path, with_model=True)
     folder = os.path.dirname(os.path.abspath(program_file(path)))   # a .mlmodelc's model.mil is inside it
-    if section is None:
-        return Model(program, None, folder)
+    return _model(section, program, text, path, folder)
+
+
+def _model(section, program, text: str | None, filename, folder) -> Model:
     try:
-        spec = spec_from_section(section, program)
+        spec = None if section is None else spec_from_section(section, program)
     except SectionError as e:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            raise located_error(e, path, f.read()) from None
-    return Model(program, spec, folder)
+        raise located_error(e, filename, text or "") from None
+    model = Model(program, spec, folder)
+    model.text, model.section = text, section
+    return model
 
 
 def parse_model(text: str, filename: str | None = None, folder: str | None = None) -> Model:
     """MIL text, with or without a model section, as a Model."""
     from ..text.parser import parse
     section, program = parse(text, filename, with_model=True)
-    if section is None:
-        return Model(program, None, folder)
-    try:
-        return Model(program, spec_from_section(section, program), folder)
-    except SectionError as e:
-        raise located_error(e, filename, text) from None
+    return _model(section, program, text, filename, folder)
 
 
 def file_text(path: str, weight_digests: bool | None = False, progress=None) -> str:
