@@ -7,6 +7,7 @@ attributes by key), each value in the plainest form that reads back to the same 
 from __future__ import annotations
 
 import base64
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -22,20 +23,26 @@ INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, 
 INDENT = "  "
 _NO_CONTEXT = object()
 
+# How the op being printed writes its literals, when it is an author's (miltext.source.layout):
+# numbers past INLINE_LIMIT too, and nested lists that the layout may break into rows.
+AUTHORED = ContextVar("authored_literals", default=None)
 
-def print_program(program) -> str:
+
+def print_program(program, notes=None) -> str:
+    """The canonical text; with `notes` (a miltext.source.trivia.Trivia), an author's text:
+    their comments and blank lines placed by the notes, their literals laid out by them."""
     with bulk():
-        return _program_text(program)
+        return _program_text(program, notes)
 
 
-def _program_text(program) -> str:
+def _program_text(program, notes=None) -> str:
     parts = []
     header = _header(program)
     if header:
         parts.append(header)
     names = sorted(program.functions, key=lambda n: (n != "main", n))
     for name in names:
-        parts.append(function_text(name, program.functions[name]))
+        parts.append(function_text(name, program.functions[name], notes))
     return "\n\n".join(parts) + ("\n" if parts else "")
 
 
@@ -50,31 +57,36 @@ def _header(program) -> str:
 
 # ---- structure --------------------------------------------------------------------------------
 
-def function_text(name: str, fn) -> str:
+def function_text(name: str, fn, notes=None) -> str:
     head = lexemes.name(name) + (f"[{lexemes.name(fn.opset)}]" if fn.opset else "") + "("
     sep = ",\n" + " " * len(head)
-    lines = [head + sep.join(var_decl(v) for v in fn.inputs) + ")" + attributes_text(fn.attributes) + " {"]
+    lines = []
+    head = head + sep.join(var_decl(v) for v in fn.inputs) + ")" + attributes_text(fn.attributes) + " {"
+    if notes is not None:
+        head = notes.opening(fn, "", lines, head)
+    lines.append(head)
     counter = [0]
     keys = sorted(fn.blocks, key=lambda k: (k != fn.opset, k))
     for key in keys:
-        block_lines(fn.blocks[key], INDENT, None if key == fn.opset else key, counter, lines)
-    lines.append("}")
+        block_lines(fn.blocks[key], INDENT, None if key == fn.opset else key, counter, lines, notes)
+    lines.append("}" if notes is None else notes.closing(fn, "", lines, "}"))
     return "\n".join(lines)
 
 
-def block_lines(block, indent: str, key, counter: list, lines: list) -> None:
+def block_lines(block, indent: str, key, counter: list, lines: list, notes=None) -> None:
     label = f"block{counter[0]}"
     counter[0] += 1
     spec = f"[{lexemes.name(key)}]" if key is not None else ""
     inputs = ", ".join(var_decl(v) for v in block.inputs)
-    lines.append(f"{indent}{label}{spec}({inputs}){attributes_text(block.attributes)} {{")
+    head = f"{indent}{label}{spec}({inputs}){attributes_text(block.attributes)} {{"
+    lines.append(head if notes is None else notes.opening(block, indent, lines, head))
     inner = indent + INDENT
     for op in block.operations:
-        lines.append(inner + op_text(op))
+        lines.append(inner + op_text(op) if notes is None else notes.op_line(op, inner, lines))
         for nested in op.blocks:
-            block_lines(nested, inner + INDENT, None, counter, lines)
-    outputs = ", ".join(lexemes.var(o) for o in block.outputs)
-    lines.append(f"{indent}}} -> ({outputs})")
+            block_lines(nested, inner + INDENT, None, counter, lines, notes)
+    end = f"{indent}}} -> ({', '.join(lexemes.var(o) for o in block.outputs)})"
+    lines.append(end if notes is None else notes.closing(block, indent, lines, end))
 
 
 def var_decl(v) -> str:
@@ -222,7 +234,7 @@ def _short_form(v: Value, bare: bool) -> str | None:
         if not dt.kind in ("float", "int", "uint", "bool", "string"):
             return None
         count = t.element_count
-        if count > INLINE_LIMIT and dt.kind != "string":
+        if count > INLINE_LIMIT and dt.kind != "string" and not _numbers_past_limit():
             return None
         text = _tensor_literal(dt, v.data, count, shape) if dt.storage == v.data.field else None
         if text is None:
@@ -341,13 +353,16 @@ def _tensor_literal(dt, data: TensorData, count, shape, allow_b64: bool = False)
     if elements is None:
         return None
     n = len(elements)
-    if n > INLINE_LIMIT and dt.kind != "string":
+    if n > INLINE_LIMIT and dt.kind != "string" and not _numbers_past_limit():
         if not allow_b64 or (count is not None and n != count):
             return None
         return _b64(data.values if data.field == "bytes" else packing.pack(dt, data.values))
     scalars = lexemes.element_texts(dt, elements)
     if shape is not None and count == n:
-        return scalars[0] if not shape else _nest(scalars, shape)
+        if not shape:
+            return scalars[0]
+        authored = AUTHORED.get()
+        return _nest(scalars, shape) if authored is None else authored.literal(scalars, shape)
     return "[" + ", ".join(scalars) + "]" if allow_b64 else None
 
 
@@ -370,6 +385,11 @@ def _decoded(dt, data: TensorData, count):
     if dt.kind == "string":
         return data.values
     return decode_tensor(dt, data, count)
+
+
+def _numbers_past_limit() -> bool:
+    authored = AUTHORED.get()
+    return authored is not None and authored.numbers
 
 
 def _nest(scalars: list, shape: tuple) -> str:

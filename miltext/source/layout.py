@@ -1,0 +1,104 @@
+"""How an author's op writes its literals: as numbers (never turned into b64"..."), and, when a
+nested list would run past WIDTH, one row per line the way numpy prints arrays, each row under
+the one before, one column in from the opening bracket:
+
+    %w = const(val=[[0.1, 0.2, 0.3],
+                    [0.4, 0.5, 0.6]])
+
+A row too long for the width breaks between its numbers, the same way. Everything else in an
+op stays on its one line."""
+from __future__ import annotations
+
+import re
+
+from ..text import lexemes, printer
+
+WIDTH = 100
+_MARK = "\x00"  # around a literal's index while the op's line is built; strings escape it
+
+
+class Literals:
+    """The printer's policy for one op (printer.AUTHORED): `numbers` keeps numbers past the
+    canonical limit; `wraps` lets a literal that runs past WIDTH break into rows (an op the
+    author laid over several lines, or a literal canonical text would write as b64)."""
+
+    def __init__(self, numbers: bool, wraps: bool):
+        self.numbers, self.wraps = numbers, wraps
+        self.found: list = []
+
+    def literal(self, scalars: list, shape: tuple) -> str:
+        self.found.append((scalars, shape))
+        return f"{_MARK}{len(self.found) - 1}{_MARK}"
+
+
+def op_text(op, column: int, numbers: bool, wraps: bool) -> str:
+    """The op as the printer writes it, its line starting at `column`, with its literals laid
+    out. Once one literal breaks into rows, the others may too, and each argument after a
+    broken literal starts a line of its own, under the first argument: so that the op comes
+    out the same when formatted again."""
+    policy = Literals(numbers, wraps)
+    token = printer.AUTHORED.set(policy)
+    try:
+        text = printer.op_text(op)
+    finally:
+        printer.AUTHORED.reset(token)
+    if not policy.found:
+        return text
+    parts = text.split(_MARK)
+    call = column + len(_call_head(op))
+    out, broken = _lay_out(parts, policy.found, column, call, wraps)
+    if broken and not wraps:
+        out, _ = _lay_out(parts, policy.found, column, call, True)
+    return out
+
+
+def _call_head(op) -> str:
+    """What the printer writes before the op's first argument."""
+    outs = ", ".join(printer.var_decl(v) for v in op.outputs)
+    return (f"{outs} = " if outs else "") + lexemes.name(op.type) + "("
+
+
+_NEXT_ARGUMENT = re.compile(r'[)\]]*, (?=(?:[A-Za-z_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")=)')
+
+
+def _lay_out(parts: list, found: list, column: int, call: int, wraps: bool) -> tuple[str, bool]:
+    out, broken, after_break = [], False, False
+    for i, part in enumerate(parts):
+        if i % 2:
+            scalars, shape = found[int(part)]
+            if wraps or len(scalars) > printer.INLINE_LIMIT:
+                part = rows(scalars, shape, column)
+            else:
+                part = printer._nest(scalars, shape)
+            after_break = "\n" in part
+            broken = broken or after_break
+        elif after_break:
+            m = _NEXT_ARGUMENT.match(part)
+            if m:
+                part = part[:m.end() - 1].rstrip() + "\n" + " " * call + part[m.end():]
+            after_break = False
+        out.append(part)
+        column = len(part) - part.rfind("\n") - 1 if "\n" in part else column + len(part)
+    return "".join(out), broken
+
+
+def rows(scalars: list, shape: tuple, column: int) -> str:
+    """The literal starting at `column`: on one line when it fits in WIDTH, else by rows."""
+    one = printer._nest(scalars, shape)
+    if column + len(one) <= WIDTH or len(scalars) <= 1:
+        return one
+    indent = "\n" + " " * (column + 1)
+    if len(shape) == 1:
+        lines, line, used = [], [], 0
+        room = WIDTH - column - 2  # after the bracket, before the comma or bracket that ends it
+        for s in scalars:
+            if line and used + 2 + len(s) > room:
+                lines.append(", ".join(line))
+                line = []
+            used = used + 2 + len(s) if line else len(s)
+            line.append(s)
+        lines.append(", ".join(line))
+        return "[" + ("," + indent).join(lines) + "]"
+    step = len(scalars) // shape[0] if shape[0] else 0
+    parts = [rows(scalars[i * step:(i + 1) * step], shape[1:], column + 1) for i in range(shape[0])]
+    return "[" + ("," + indent).join(parts) + "]"
