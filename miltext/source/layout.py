@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import lexemes, printer
+from ..text import printer
 
 WIDTH = 100
 _MARK = "\x00"  # around a literal's index while the op's line is built; strings escape it
@@ -31,31 +31,56 @@ class Literals:
         return f"{_MARK}{len(self.found) - 1}{_MARK}"
 
 
-def op_text(op, column: int, numbers: bool, wraps: bool) -> str:
+def op_text(op, column: int, numbers: bool, wraps: bool, inside=None) -> str:
     """The op as the printer writes it, its line starting at `column`, with its literals laid
     out. Once one literal breaks into rows, the others may too, and each argument after a
     broken literal starts a line of its own, under the first argument: so that the op comes
-    out the same when formatted again."""
+    out the same when formatted again. `inside`, the comments written inside its parentheses
+    (trivia.Inside), puts one argument on each line, each comment after the argument it
+    followed."""
     policy = Literals(numbers, wraps)
     token = printer.AUTHORED.set(policy)
     try:
-        text = printer.op_text(op)
+        head, args, tail = printer.op_parts(op)
     finally:
         printer.AUTHORED.reset(token)
+    call = column + len(head)
+    if inside is None:
+        text = head + ", ".join(t for _, t in args) + tail
+    else:
+        text = head + _one_per_line(args, tail, inside, " " * call)
     if not policy.found:
         return text
     parts = text.split(_MARK)
-    call = column + len(_call_head(op))
     out, broken = _lay_out(parts, policy.found, column, call, wraps)
     if broken and not wraps:
         out, _ = _lay_out(parts, policy.found, column, call, True)
     return out
 
 
-def _call_head(op) -> str:
-    """What the printer writes before the op's first argument."""
-    outs = ", ".join(printer.var_decl(v) for v in op.outputs)
-    return (f"{outs} = " if outs else "") + lexemes.name(op.type) + "("
+def _one_per_line(args: list, tail: str, inside, indent: str) -> str:
+    return one_per_line([t for _, t in args], [inside.after.get(k) for k, _ in args], inside.before,
+                         indent) + tail
+
+
+def one_per_line(items: list, after: list, before: list, indent: str) -> str:
+    """Items one per line (after the first, at `indent`), with the comments written before the
+    first and after each; when the last has comments, a line break to close the bracket on."""
+    out = [_comments(before, indent), "\n" + indent] if before else []
+    for i, text in enumerate(items):
+        last = i == len(items) - 1
+        out.append(text if last else text + ",")
+        if after[i]:
+            out.append(_comments(after[i], indent))
+        if after[i] or not last:
+            out.append("\n" + indent)
+    return "".join(out)
+
+
+def _comments(comments: list, indent: str) -> str:
+    """Comments after some code: the first on its line if it was written so, the rest under."""
+    return "".join(("  " if n == 0 and not c.own_line else "\n" + indent) + c.text
+                   for n, c in enumerate(comments))
 
 
 _NEXT_ARGUMENT = re.compile(r'[)\]]*, (?=(?:[A-Za-z_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")=)')

@@ -9,11 +9,12 @@ import bisect
 import re
 
 # Comments, strings (escaped, as miltext writes them; b64"..." is one too) and brackets.
-_ESCAPED = re.compile(r"""(#[^\n]*)|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|([(\[{])|([)\]}])""")
+_ESCAPED = re.compile(r"""(#[^\n]*)|("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')|([(\[{])|([)\]}])""")
 # coremltools' print: strings and %names are raw (see text.parser._RAW_OVERRIDES).
 _RAW = re.compile(r"""%(?:[^\s,()\[\]=:]|:(?!\s))+|(#[^\n]*)"""
-                  r"""|"(?:[^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"|'(?:[^'\\\n]|\\.)*'"""
+                  r"""|("(?:[^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"|'(?:[^'\\\n]|\\.)*')"""
                   r"""|([(\[{])|([)\]}])""")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?=[ \t]*=(?!=))")
 
 
 class Comment:
@@ -35,10 +36,13 @@ class Scan:
         self.comments: list[Comment] = []
         self.openers: list[int] = []        # offsets of opening brackets, in order
         self.closer_of: dict[int, int] = {}  # opening offset -> its closing bracket's offset
+        self.strings: list[int] = []         # start, end, start, end, ... of each string
         stack = []
         for m in (_RAW if raw else _ESCAPED).finditer(text):
-            comment, opening, closing = m.groups()
-            if opening:
+            comment, string, opening, closing = m.groups()
+            if string:
+                self.strings += m.span()
+            elif opening:
                 self.openers.append(m.start())
                 stack.append(m.start())
             elif closing:
@@ -87,6 +91,58 @@ class Scan:
                 continue
             break
         return p
+
+    def call_keys(self, start: int, end: int, outputs: bool) -> tuple[int, list] | None:
+        """Of the op written at text[start:end] (with outputs before an `=`, or not): where its
+        `(` is, and (offset, key) for each of its arguments; None when they cannot be told."""
+        code = self._code_only(start, end)
+        depth, at, call = 0, 0, None
+        if outputs:  # the op's `=` is the first outside brackets
+            while at < len(code) and not (depth == 0 and code[at] == "="):
+                depth += code[at] in "([{"
+                depth -= code[at] in ")]}"
+                at += 1
+        while at < len(code):
+            ch = code[at]
+            if depth == 0 and ch == "(":
+                call = at
+                break
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            at += 1
+        if call is None:
+            return None
+        keys, depth, expect = [], 0, True  # expect: just after the `(` or a `,`
+        for at in range(call, len(code)):
+            ch = code[at]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif depth == 1 and ch == ",":
+                expect = True
+            elif depth == 1 and expect and not ch.isspace():
+                m = _KEY.match(code, at)
+                if m:
+                    keys.append((start + at, m.group()))
+                expect = False
+        return start + call, keys
+
+    def _code_only(self, start: int, end: int) -> str:
+        """text[start:end] with its strings and comments blanked out."""
+        code = list(self.text[start:end])
+        spans = [(c.start, c.end) for c in self.comments if start <= c.start < end]
+        i = bisect.bisect_left(self.strings, start)
+        i -= i % 2
+        while i < len(self.strings) and self.strings[i] < end:
+            spans.append((self.strings[i], self.strings[i + 1]))
+            i += 2
+        for a, b in spans:
+            for p in range(max(a, start), min(b, end)):
+                code[p - start] = " "
+        return "".join(code)
 
     def blank_between(self, start: int, end: int) -> bool:
         """Whether text[start:end], white space, holds an empty line."""

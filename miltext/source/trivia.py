@@ -16,7 +16,7 @@ import bisect
 import re
 
 from ..text.printer import INDENT
-from .layout import op_text
+from .layout import one_per_line, op_text
 from .scan import Scan
 
 _B64 = re.compile(r'(?<![A-Za-z0-9_.])b64"')
@@ -31,6 +31,15 @@ class Anchor:
         self.blank_before = False
 
 
+class Inside:
+    """The comments written inside an op's parentheses: those before its first argument, and
+    by key those after each argument."""
+    __slots__ = ("before", "after")
+
+    def __init__(self):
+        self.before, self.after = [], {}
+
+
 class Trivia:
     """The comments and blank lines of `text`, the source of `program`, by anchor."""
 
@@ -38,6 +47,7 @@ class Trivia:
         self.scan = scan = Scan(text, raw)
         self.anchors: dict = {}  # (kind, id(node)) -> Anchor
         self.ops: dict = {}      # id(op) -> (numbers, wraps): how its literals are written
+        self.inside: dict = {}   # id(op or function) -> Inside: comments in its parentheses
         self._written: list = []  # (op, its anchor)
         self._at: dict = {}       # op.loc -> anchor: for the consts `infer` makes of an op's literals
         self._led: set = set()    # id of each anchor whose leading comments are written
@@ -57,11 +67,13 @@ class Trivia:
         self._literal_styles()
         if comments:
             self._attach(order)
+            self._inside_calls()
         self._blank_lines(order)
 
     # ---- the pass -----------------------------------------------------------------------------
     def _place(self, program) -> None:
-        for fn in program.functions.values():
+        self._functions = list(program.functions.values())
+        for fn in self._functions:
             self._braced("function", fn)
             for block in fn.blocks.values():
                 self._block(block)
@@ -106,6 +118,41 @@ class Trivia:
             else:
                 self.tail.append(c)
 
+    def _inside_calls(self) -> None:
+        """Comments inside an op's parentheses stay there, each after the argument it followed
+        (or before the first); the others inside an op are written above it."""
+        for op, a in self._written:
+            if not a.inner:
+                continue
+            found = self.scan.call_keys(a.start, a.end, bool(op.outputs))
+            known = set(op.inputs) | set(op.attributes)
+            if found is None or not found[1] or not all(key in known for _, key in found[1]):
+                continue
+            call, keys = found
+            inside = self.inside[id(op)] = Inside()
+            starts = [at for at, _ in keys]
+            for c in a.inner:
+                i = bisect.bisect_right(starts, c.start) - 1
+                if i < 0:
+                    inside.before.append(c)
+                else:
+                    inside.after.setdefault(keys[i][1], []).append(c)
+            a.inner = []
+        for fn in self._functions:
+            a = self.anchors.get(("function", id(fn)))
+            if a is None or not a.inner or not all(v.loc for v in fn.inputs):
+                continue
+            starts = [self.scan.offset(v.loc) for v in fn.inputs]
+            inside = self.inside[id(fn)] = Inside()
+            above = []
+            for c in a.inner:
+                i = bisect.bisect_right(starts, c.start) - 1
+                if i < 0 or c.start > a.end:
+                    above.append(c)
+                else:
+                    inside.after.setdefault(i, []).append(c)
+            a.inner = above
+
     def _blank_lines(self, order: list) -> None:
         items = sorted([*order, *(c for a in order for c in a.leading), *self.tail], key=lambda x: x.start)
         for before, item in zip(items, items[1:]):
@@ -127,6 +174,13 @@ class Trivia:
         self._opened = True
         return head + _trailing(a)
 
+    def inputs(self, fn, decls: list, indent: str) -> str:
+        """A function's inputs, one per line, each with the comments written after it."""
+        inside = self.inside.get(id(fn))
+        if inside is None:
+            return (",\n" + indent).join(decls)
+        return one_per_line(decls, [inside.after.get(i) for i in range(len(decls))], [], indent)
+
     def op_line(self, op, indent: str, lines: list) -> str:
         a = self.anchors.get(("op", id(op)))
         if a is None:  # a const that `infer` made of the literals of the op written here
@@ -138,7 +192,7 @@ class Trivia:
         self._lead(a, indent, lines)
         self._opened = False
         numbers, wraps = self.ops[id(op)]
-        return indent + op_text(op, len(indent), numbers, wraps) + _trailing(a)
+        return indent + op_text(op, len(indent), numbers, wraps, self.inside.get(id(op))) + _trailing(a)
 
     def closing(self, node, indent: str, lines: list, end: str) -> str:
         """Before a `}`: the comments written last inside the braces; the `}` line with its

@@ -61,7 +61,11 @@ def function_text(name: str, fn, notes=None) -> str:
     head = lexemes.name(name) + (f"[{lexemes.name(fn.opset)}]" if fn.opset else "") + "("
     sep = ",\n" + " " * len(head)
     lines = []
-    head = head + sep.join(var_decl(v) for v in fn.inputs) + ")" + attributes_text(fn.attributes) + " {"
+    if notes is None:
+        head += sep.join(var_decl(v) for v in fn.inputs)
+    else:
+        head += notes.inputs(fn, [var_decl(v) for v in fn.inputs], " " * len(head))
+    head += ")" + attributes_text(fn.attributes) + " {"
     if notes is not None:
         head = notes.opening(fn, "", lines, head)
     lines.append(head)
@@ -96,10 +100,16 @@ def var_decl(v) -> str:
 
 
 def op_text(op) -> str:
+    head, args, tail = op_parts(op)
+    return f"{head}{', '.join(text for _, text in args)}{tail}"
+
+
+def op_parts(op) -> tuple[str, list, str]:
+    """An op's text in three: up to its `(`, its arguments as (key, text), and from its `)`."""
     outs = ", ".join(var_decl(v) for v in op.outputs)
     order = ops.input_order(op.type)
     keys = sorted(op.inputs, key=lambda k: (order.get(k, len(order)), k))
-    args = [f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}" for k in keys]
+    args = [(k, f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}") for k in keys]
     attrs = op.attributes
     rest = {}
     if attrs:
@@ -107,11 +117,11 @@ def op_text(op) -> str:
             if key not in ("name", "val"):
                 rest[key] = attrs[key]
         if "val" in attrs:
-            args.append(f"val={value_text(attrs['val'])}")
+            args.append(("val", f"val={value_text(attrs['val'])}"))
         if "name" in attrs:
-            args.append(f"name={value_text(attrs['name'])}")
-    call = f"{lexemes.name(op.type)}({', '.join(args)}){attributes_text(rest)}"
-    return f"{outs} = {call}" if outs else call
+            args.append(("name", f"name={value_text(attrs['name'])}"))
+    head = f"{lexemes.name(op.type)}("
+    return (f"{outs} = {head}" if outs else head), args, ")" + attributes_text(rest)
 
 
 def bindings_text(key: str, bindings: list) -> str:
