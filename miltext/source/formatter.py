@@ -25,17 +25,22 @@ def format_source(text: str, filename: str | None = None, *, keep_comments: bool
         from .. import dumps, loads
         return dumps(loads(text, filename), "modelmil")
     model, notes = read_source(text, filename, keep_comments)
+    if notes is None:
+        return text  # canonical text, such as a model's: nothing of an author's to keep
     formatted = source_text(model, notes)
-    _check(text, formatted, filename, keep_comments, model)
+    _check(text, formatted, filename, keep_comments, model, notes)
     return formatted
 
 
 def read_source(text: str, filename: str | None = None, keep_comments: bool = True):
     """The model of `text` (with its model section, if any) and the Trivia that places the
-    text's comments and layout back around it when printed (source_text)."""
-    from ..model.text import parse_model
+    text's comments and layout back around it when printed (source_text); no Trivia when the
+    text is the model's canonical text, which has nothing more to keep."""
+    from ..model.text import model_text, parse_model
     from ..text.parser import looks_like_coremltools_print
     model = parse_model(text, filename)
+    if "#" not in text and model_text(model) == text:
+        return model, None
     return model, Trivia(model.program, text, looks_like_coremltools_print(text), keep_comments)
 
 
@@ -51,13 +56,15 @@ def source_text(model, notes: Trivia) -> str:
     return "".join(line + "\n" for line in head) + body + "".join(line + "\n" for line in tail)
 
 
-def comment_texts(text: str) -> list[str]:
-    """The comments of MIL text, in order."""
-    from ..text.parser import looks_like_coremltools_print
-    return [c.text for c in Scan(text, looks_like_coremltools_print(text)).comments]
+def comment_texts(text: str, scan: Scan | None = None) -> list[str]:
+    """The comments of MIL text (found by `scan`, when there is one), in order."""
+    if scan is None:
+        from ..text.parser import looks_like_coremltools_print
+        scan = Scan(text, looks_like_coremltools_print(text))
+    return [c.text for c in scan.comments]
 
 
-def _check(text: str, formatted: str, filename, keep_comments: bool, model) -> None:
+def _check(text: str, formatted: str, filename, keep_comments: bool, model, before: Trivia) -> None:
     from ..errors import ParseError
     where = f"{filename}: " if filename else ""
     try:
@@ -67,9 +74,10 @@ def _check(text: str, formatted: str, filename, keep_comments: bool, model) -> N
                            f"(line {e.line}: {e})") from None
     if _fingerprint(again) != _fingerprint(model):
         raise UnsafeFormat(f"{where}not formatted: the formatted text would be a different program")
-    if keep_comments and sorted(comment_texts(formatted)) != sorted(comment_texts(text)):
+    kept = comment_texts(formatted, notes.scan if notes is not None else None)
+    if keep_comments and sorted(kept) != sorted(comment_texts(text, before.scan)):
         raise UnsafeFormat(f"{where}not formatted: the formatted text would lose or change a comment")
-    if source_text(again, notes) != formatted:
+    if notes is not None and source_text(again, notes) != formatted:
         raise UnsafeFormat(f"{where}not formatted: formatting would not settle on one text")
 
 

@@ -27,6 +27,8 @@ class Literals:
         self.found: list = []
 
     def literal(self, scalars: list, shape: tuple) -> str:
+        if not self.wraps and len(scalars) <= printer.INLINE_LIMIT:
+            return printer._nest(scalars, shape)  # one line, whatever its width
         self.found.append((scalars, shape))
         return f"{_MARK}{len(self.found) - 1}{_MARK}"
 
@@ -51,10 +53,9 @@ def op_text(op, column: int, numbers: bool, wraps: bool, inside=None) -> str:
         text = head + _one_per_line(args, tail, inside, " " * call)
     if not policy.found:
         return text
-    parts = text.split(_MARK)
-    out, broken = _lay_out(parts, policy.found, column, call, wraps)
+    out, broken = _lay_out(text.split(_MARK), policy.found, column, call)
     if broken and not wraps:
-        out, _ = _lay_out(parts, policy.found, column, call, True)
+        return op_text(op, column, numbers, True, inside)
     return out
 
 
@@ -86,15 +87,12 @@ def _comments(comments: list, indent: str) -> str:
 _NEXT_ARGUMENT = re.compile(r'[)\]]*, (?=(?:[A-Za-z_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")=)')
 
 
-def _lay_out(parts: list, found: list, column: int, call: int, wraps: bool) -> tuple[str, bool]:
+def _lay_out(parts: list, found: list, column: int, call: int) -> tuple[str, bool]:
     out, broken, after_break = [], False, False
     for i, part in enumerate(parts):
         if i % 2:
             scalars, shape = found[int(part)]
-            if wraps or len(scalars) > printer.INLINE_LIMIT:
-                part = rows(scalars, shape, column)
-            else:
-                part = printer._nest(scalars, shape)
+            part = rows(scalars, shape, column)
             after_break = "\n" in part
             broken = broken or after_break
         elif after_break:

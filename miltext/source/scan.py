@@ -6,14 +6,15 @@ tell a `#` or a bracket in code from one in a string."""
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 
-# Comments, strings (escaped, as miltext writes them; b64"..." is one too) and brackets.
-_ESCAPED = re.compile(r"""(#[^\n]*)|("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')|([(\[{])|([)\]}])""")
+# Comments and strings (escaped, as miltext writes them; b64"..." is one too), then brackets.
+_STRING = r"""("[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\\\n]*(?:\\.[^'\\\n]*)*')"""
 # coremltools' print: strings and %names are raw (see text.parser._RAW_OVERRIDES).
-_RAW = re.compile(r"""%(?:[^\s,()\[\]=:]|:(?!\s))+|(#[^\n]*)"""
-                  r"""|("(?:[^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"|'(?:[^'\\\n]|\\.)*')"""
-                  r"""|([(\[{])|([)\]}])""")
+_RAW_STRING = r"""%(?:[^\s,()\[\]=:]|:(?!\s))+|("(?:[^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"|'(?:[^'\\\n]|\\.)*')"""
+_TRIVIA = {False: re.compile(r"(#[^\n]*)|" + _STRING), True: re.compile(r"(#[^\n]*)|" + _RAW_STRING)}
+_BRACKETS = {raw: re.compile(pattern.pattern + r"|([(\[{])|([)\]}])") for raw, pattern in _TRIVIA.items()}
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?=[ \t]*=(?!=))")
 
 
@@ -29,31 +30,23 @@ class Comment:
 
 
 class Scan:
-    """Offsets into one text: its comments, each opening bracket's match, its line starts."""
+    """Offsets into one text: its comments and strings (found in one pass), its line starts;
+    brackets are followed from a given place on when asked."""
 
     def __init__(self, text: str, raw: bool = False):
-        self.text = text
+        self.text, self.raw = text, raw
         self.comments: list[Comment] = []
-        self.openers: list[int] = []        # offsets of opening brackets, in order
-        self.closer_of: dict[int, int] = {}  # opening offset -> its closing bracket's offset
         self.strings: list[int] = []         # start, end, start, end, ... of each string
-        stack = []
-        for m in (_RAW if raw else _ESCAPED).finditer(text):
-            comment, string, opening, closing = m.groups()
+        for m in _TRIVIA[raw].finditer(text):
+            comment, string = m.groups()
             if string:
                 self.strings += m.span()
-            elif opening:
-                self.openers.append(m.start())
-                stack.append(m.start())
-            elif closing:
-                if stack:
-                    self.closer_of[stack.pop()] = m.start()
             elif comment:
                 start = m.start()
                 line_start = text.rfind("\n", 0, start) + 1
                 self.comments.append(Comment(start, m.end(), comment, not text[line_start:start].strip()))
         self._comment_starts = [c.start for c in self.comments]
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.line_starts = [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))][:-1]
 
     def offset(self, loc: tuple) -> int:
         """The offset of a parser place (1-based line and column)."""
@@ -63,19 +56,32 @@ class Scan:
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
 
-    def body(self, start: int) -> tuple[int, int] | None:
-        """The braces of the body that a function or block starting at `start` opens: the first
-        `{` after it outside the brackets of its opset, inputs and attributes."""
-        i = bisect.bisect_left(self.openers, start)
-        while i < len(self.openers):
-            at = self.openers[i]
-            close = self.closer_of.get(at)
-            if close is None:
-                return None
-            if self.text[at] == "{":
-                return at, close
-            i = bisect.bisect_right(self.openers, close)
+    def opening(self, start: int) -> int | None:
+        """Where the `{` is that a function or block written at `start` opens its body with:
+        the first after it outside the brackets of its opset, inputs and attributes."""
+        depth = 0
+        for at, ch in self._brackets(start):
+            if depth == 0 and ch == "{":
+                return at
+            depth += 1 if ch in "([{" else -1
         return None
+
+    def closing(self, start: int) -> int | None:
+        """Where the first bracket after `start` is that closes one opened before it."""
+        depth = 0
+        for at, ch in self._brackets(start):
+            if ch in ")]}":
+                if depth == 0:
+                    return at
+                depth -= 1
+            else:
+                depth += 1
+        return None
+
+    def _brackets(self, start: int):
+        for m in _BRACKETS[self.raw].finditer(self.text, start):
+            if m.group(3) or m.group(4):
+                yield m.start(), m.group()
 
     def code_end(self, before: int, after: int = 0) -> int:
         """Just past the last character of code before `before` (and not before `after`):

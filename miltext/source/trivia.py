@@ -74,28 +74,36 @@ class Trivia:
     def _place(self, program) -> None:
         self._functions = list(program.functions.values())
         for fn in self._functions:
-            self._braced("function", fn)
-            for block in fn.blocks.values():
-                self._block(block)
+            self._braced("function", fn, list(fn.blocks.values()))
 
-    def _block(self, block) -> None:
-        self._braced("block", block)
-        for op in block.operations:
-            if op.loc is not None:
-                a = self.anchors["op", id(op)] = Anchor(self.scan.offset(op.loc))
-                self._written.append((op, a))
-                self._at.setdefault(op.loc, a)
-            for nested in op.blocks:
-                self._block(nested)
-
-    def _braced(self, kind: str, node) -> None:
+    def _braced(self, kind: str, node, inside: list) -> int | None:
+        """Anchors for a function or block, its head and its `}`, and for what is inside;
+        where its `}` ends (None when it cannot be found)."""
         if node.loc is None:
-            return
-        start = self.scan.offset(node.loc)
+            return None
+        scan = self.scan
+        start = scan.offset(node.loc)
         self.anchors[kind, id(node)] = Anchor(start)
-        body = self.scan.body(start)
-        if body is not None:
-            self.anchors[kind + " end", id(node)] = Anchor(body[1])
+        opening = scan.opening(start)
+        if opening is None:
+            return None
+        resume = opening + 1  # where the search for the `}` starts: after what is inside
+        for item in inside:
+            if kind == "function":
+                resume = self._braced("block", item, item.operations) or resume
+                continue
+            if item.loc is not None:
+                a = self.anchors["op", id(item)] = Anchor(scan.offset(item.loc))
+                self._written.append((item, a))
+                self._at.setdefault(item.loc, a)
+                resume = a.start
+            for nested in item.blocks:
+                resume = self._braced("block", nested, nested.operations) or resume
+        close = scan.closing(resume)
+        if close is None:
+            return None
+        self.anchors[kind + " end", id(node)] = Anchor(close)
+        return close + 1
 
     def _literal_styles(self) -> None:
         """An op keeps b64 past the canonical limit only where the author wrote b64; it breaks
