@@ -214,7 +214,7 @@ def test_a_comment_after_every_token_survives_fmt(index):
 
 # ---- the safety net ---------------------------------------------------------------------------
 
-def test_fmt_refuses_what_would_change_the_program_or_lose_a_comment(tmp_path, monkeypatch):
+def test_fmt_refuses_what_would_change_the_program_or_lose_a_comment(tmp_path, monkeypatch, capsys):
     from miltext.cli import main
     from miltext.source import formatter
     text = _read(os.path.join(CASES, "comments.mil"))
@@ -228,6 +228,7 @@ def test_fmt_refuses_what_would_change_the_program_or_lose_a_comment(tmp_path, m
         with pytest.raises(UnsafeFormat, match=says):
             format_source(text)
         assert main(["fmt", str(path)]) == 2
+        assert f"{path}: error: not formatted: " in capsys.readouterr().err
         assert path.read_text(encoding="utf-8") == text
     monkeypatch.setattr(formatter, "source_text", real)
     assert main(["fmt", str(path)]) == 0

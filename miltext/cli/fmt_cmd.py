@@ -39,7 +39,7 @@ def run(args) -> int:
             counts["failed"] += 1
             continue
         except UnsafeFormat as e:
-            print(f"error: {e}; the file is as it was", file=sys.stderr)
+            print(f"{path}: error: {e}; the file is as it was", file=sys.stderr)
             counts["failed"] += 1
             continue
         except (InputError, ProgramError, OSError, UnicodeDecodeError) as e:

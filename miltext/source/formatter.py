@@ -12,6 +12,9 @@ from .scan import Scan
 from .trivia import Trivia
 
 
+_BUG = " (a bug in miltext's formatter: please report it)"
+
+
 class UnsafeFormat(ValueError):
     """Formatting would change the program, lose a comment or not settle; nothing is written."""
 
@@ -66,19 +69,18 @@ def comment_texts(text: str, scan: Scan | None = None) -> list[str]:
 
 def _check(text: str, formatted: str, filename, keep_comments: bool, model, before: Trivia) -> None:
     from ..errors import ParseError
-    where = f"{filename}: " if filename else ""
     try:
         again, notes = read_source(formatted, filename, keep_comments)
     except ParseError as e:
-        raise UnsafeFormat(f"{where}not formatted: the formatted text would not parse "
-                           f"(line {e.line}: {e})") from None
+        raise UnsafeFormat(f"not formatted: the formatted text would not parse (its line {e.line}: "
+                           f"{e.errors[0][2]}){_BUG}") from None
     if _fingerprint(again) != _fingerprint(model):
-        raise UnsafeFormat(f"{where}not formatted: the formatted text would be a different program")
+        raise UnsafeFormat(f"not formatted: the formatted text would be a different program{_BUG}")
     kept = comment_texts(formatted, notes.scan if notes is not None else None)
     if keep_comments and sorted(kept) != sorted(comment_texts(text, before.scan)):
-        raise UnsafeFormat(f"{where}not formatted: the formatted text would lose or change a comment")
+        raise UnsafeFormat(f"not formatted: the formatted text would lose or change a comment{_BUG}")
     if notes is not None and source_text(again, notes) != formatted:
-        raise UnsafeFormat(f"{where}not formatted: formatting would not settle on one text")
+        raise UnsafeFormat(f"not formatted: formatting would not settle on one text{_BUG}")
 
 
 def _fingerprint(model) -> tuple:
