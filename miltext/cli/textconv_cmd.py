@@ -15,13 +15,16 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    write_stdout(textconv_text(args.file))
+    return 0
+
+
+def textconv_text(path: str) -> str:
     try:
         from ..model.text import file_text
-        text = file_text(args.file)
+        return file_text(path)
     except Exception as e:  # git shows whatever this prints; a failure must not break `git diff`
-        text = fallback(args.file, e)
-    write_stdout(text)
-    return 0
+        return fallback(path, e)
 
 
 def fallback(path: str, error: Exception) -> str:
