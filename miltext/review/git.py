@@ -2,11 +2,14 @@
 
 git gives the driver PATH OLD-FILE OLD-HEX OLD-MODE NEW-FILE NEW-HEX NEW-MODE for each file that
 differs, the files often temporary copies with nothing beside them, and each of a package's
-files (model.mlmodel, weights/weight.bin) on its own. So that blobs compare by content, the
-weight file of the same version is looked up in git: beside the file in the work tree when the
-file is the work tree's, else at PATH's folder's weights/weight.bin in the index, HEAD, or the
-newest commit that brought that version of the file. The driver never fails: what it cannot
-compare by structure shows as the plain diff of its text (`miltext textconv`'s).
+files (model.mlmodel, weights/weight.bin) on its own. So each side is put back together with
+its sibling of the same version: a model with its weights/weight.bin, a weight file with the
+model.mlmodel beside its folder. A sibling is the work tree's when the file is the work tree's,
+else the one in the index, in HEAD, or in the newest commit that brought that version of the
+file. A weight file whose model is the same on both sides then shows as the consts whose
+weights changed; one whose model changed too is left to the model's diff (it shows as its list
+of blobs). The driver never fails: what it cannot compare by structure shows as the plain diff
+of its text (`miltext textconv`'s).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import subprocess
 import tempfile
 
 NULL = "/dev/null"
+MODELS, WEIGHTS = ("model.mlmodel", "model.mil"), "weights/weight.bin"
 
 
 def external_diff(argv: list, context: int = 3) -> str:
@@ -27,23 +31,84 @@ def external_diff(argv: list, context: int = 3) -> str:
     header = f"diff --miltext a/{path} b/{path}\n"
     with tempfile.TemporaryDirectory(prefix="miltext-diff-") as scratch:
         try:
-            text = _structural(path, old_file, old_hex, new_file, new_hex, scratch, context)
+            text = _structural(path, (old_file, old_hex), (new_file, new_hex), scratch, context)
         except Exception:   # git shows whatever this prints: the plain text diff then
+            text = None
+        if text is None:
             text = _plain(path, old_file, new_file, context)
     return header + text if text else ""
 
 
-def _structural(path, old_file, old_hex, new_file, new_hex, scratch, context) -> str:
+def _structural(path, old, new, scratch, context) -> str | None:
     from . import Side, compare
-    if path.lower().endswith(".bin") or NULL in (old_file, new_file):   # a weight file, or one side
-        return _plain(path, old_file, new_file, context)
-    old = Side.read(old_file, f"a/{path}", _weights_folder(path, old_file, old_hex, os.path.join(scratch, "a")))
-    new = Side.read(new_file, f"b/{path}", _weights_folder(path, new_file, new_hex, os.path.join(scratch, "b")))
+    if NULL in (old[0], new[0]):
+        return None
+    top = _git("rev-parse", "--show-toplevel")
+    folders = [os.path.join(scratch, "a"), os.path.join(scratch, "b")]
+    if path.endswith(WEIGHTS):
+        models = None
+        for name in MODELS:   # beside a package's weights, or an unpacked folder's
+            found = [_sibling(top, path, *side, path[:-len(WEIGHTS)] + name, folder) for side, folder in zip((old, new), folders)]
+            if None not in found:
+                models = found
+                break
+        if models is None or _git("hash-object", "--", models[0]) != _git("hash-object", "--", models[1]):
+            return None
+        files = [_assemble(model, side[0], folder) for model, side, folder in zip(models, (old, new), folders)]
+    elif path.endswith(MODELS):
+        weights = os.path.join(os.path.dirname(path), WEIGHTS)
+        files = [_assemble(side[0], _sibling(top, path, *side, weights, folder), folder, os.path.basename(path))
+                 for side, folder in zip((old, new), folders)]
+    else:   # a .pb: its blobs, if any, are where @model_path says
+        files = [old[0], new[0]]
+    a, b = Side.read(files[0], f"a/{path}"), Side.read(files[1], f"b/{path}")
     try:
-        return compare(old, new).text(context)
+        return compare(a, b).text(context)
     finally:
-        old.close()
-        new.close()
+        a.close()
+        b.close()
+
+
+def _assemble(model: str, weights: str | None, folder: str, name: str | None = None) -> str:
+    """A copy of a model file in `folder`, with a copy of `weights` in its weights/: a model of
+    one version, whole."""
+    os.makedirs(os.path.join(folder, "weights"), exist_ok=True)
+    target = os.path.join(folder, name or os.path.basename(model))
+    if os.path.abspath(model) != target:
+        shutil.copyfile(model, target)
+    if weights is not None and os.path.abspath(weights) != os.path.join(folder, WEIGHTS):
+        shutil.copyfile(weights, os.path.join(folder, WEIGHTS))
+    return target
+
+
+def _sibling(top: str, path: str, file: str, blob_hex: str, sibling: str, folder: str) -> str | None:
+    """A file holding the version of `sibling` (a path in the repository) that goes with this
+    version of `path` (written into `folder` when it comes from git), or None."""
+    if not top:
+        return None
+    here, there = os.path.join(top, path), os.path.join(top, sibling)
+    if os.path.exists(file) and os.path.exists(here) and os.path.samefile(file, here):
+        return there if os.path.isfile(there) else None
+    sibling_hex = _sibling_blob(path, sibling, blob_hex)
+    if not sibling_hex:
+        return None
+    os.makedirs(os.path.join(folder, "weights"), exist_ok=True)
+    out_path = os.path.join(folder, WEIGHTS if sibling.endswith(WEIGHTS) else os.path.basename(sibling))
+    with open(out_path, "wb") as out:
+        subprocess.run(["git", "cat-file", "blob", sibling_hex], stdout=out, check=True)
+    return out_path
+
+
+def _sibling_blob(path: str, sibling: str, blob_hex: str) -> str | None:
+    staged = _git("ls-files", "-s", "--", path, sibling).splitlines()
+    entries = {line.split("\t", 1)[1]: line.split()[1] for line in staged if "\t" in line}
+    if entries.get(path) == blob_hex:
+        return entries.get(sibling)
+    commits = ["HEAD"] + _git("log", "--all", "--format=%H", f"--find-object={blob_hex}", "--", path).split()
+    for commit in commits:
+        if _git("rev-parse", "--verify", "-q", f"{commit}:{path}") == blob_hex:
+            return _git("rev-parse", "--verify", "-q", f"{commit}:{sibling}") or None
+    return None
 
 
 def _plain(path, old_file, new_file, context) -> str:
@@ -52,35 +117,6 @@ def _plain(path, old_file, new_file, context) -> str:
     new = "" if new_file == NULL else textconv_text(new_file)
     return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}",
                                         n=context))
-
-
-def _weights_folder(path: str, file: str, blob_hex: str, scratch: str) -> str | None:
-    """A folder whose weights/weight.bin is the weight file of this version of `path`."""
-    top = _git("rev-parse", "--show-toplevel")
-    if not top:
-        return None
-    here = os.path.join(top, path)
-    if os.path.exists(file) and os.path.exists(here) and os.path.samefile(file, here):
-        return os.path.dirname(here)
-    weight_path = "/".join(filter(None, [os.path.dirname(path), "weights", "weight.bin"]))
-    weight_hex = _weight_blob(path, weight_path, blob_hex)
-    if weight_hex is None:
-        return None
-    os.makedirs(os.path.join(scratch, "weights"))
-    with open(os.path.join(scratch, "weights", "weight.bin"), "wb") as out:
-        subprocess.run(["git", "cat-file", "blob", weight_hex], stdout=out, check=True)
-    return scratch
-
-
-def _weight_blob(path: str, weight_path: str, blob_hex: str) -> str | None:
-    if _git("ls-files", "-s", "--", path).split()[1:2] == [blob_hex]:
-        staged = _git("ls-files", "-s", "--", weight_path).split()
-        return staged[1] if len(staged) > 1 else None
-    commits = ["HEAD"] + _git("log", "--all", "--format=%H", f"--find-object={blob_hex}", "--", path).split()
-    for commit in commits:
-        if _git("rev-parse", "--verify", "-q", f"{commit}:{path}") == blob_hex:
-            return _git("rev-parse", "--verify", "-q", f"{commit}:{weight_path}") or None
-    return None
 
 
 def _git(*args) -> str:
