@@ -7,8 +7,9 @@
    unique line such as a weight anchors its neighbours).
 3. Within each stretch left unaligned, lines are paired by op name, then in order by op type:
    those are the ops that changed, rather than one removed and another added.
-4. The pairs map the old program's names to the new one's. A pair is the same when its old
-   line, its names mapped, is its new line (with the same blob contents); else it changed.
+4. The pairs map the old program's names to the new one's, in the old text's order (a name may
+   be defined again). A pair is the same when its old line, with the names defined before it
+   mapped, is its new line (with the same blob contents); else it changed.
 """
 from __future__ import annotations
 
@@ -49,16 +50,20 @@ def align(a_lines: list, b_lines: list, a_digests, b_digests) -> Alignment:
         else:
             pairs.append(_pair_region(a_lines, b_lines, i1, i2, j1, j2))
         regions.append((i1, i2, j1, j2))
-    names = {}
-    for region in pairs:
-        for i, j in region:
-            for old, new in zip(a_lines[i].defs, b_lines[j].defs):
-                names.setdefault(old, new)   # the first definition (the model section declares again)
-    renames = [(old, new) for old, new in names.items() if old != new]
+    partner = {i: j for region in pairs for i, j in region}
+    names, renames, same = {}, {}, set()
+    for i in sorted(partner):   # in the old text's order, so that a use sees the names defined before it
+        j = partner[i]
+        if _same(a_lines[i], b_lines[j], blobs_a[i], blobs_b[j], names):
+            same.add(i)
+        for old, new in zip(a_lines[i].defs, b_lines[j].defs):
+            names[old] = new
+            if old != new:
+                renames[(old, new)] = None
     steps = []
     for (i1, i2, j1, j2), region in zip(regions, pairs):
-        steps += _steps(region, i1, i2, j1, j2, lambda i, j: _same(a_lines[i], b_lines[j], blobs_a[i], blobs_b[j], names))
-    return Alignment(steps, renames, blobs_a, blobs_b)
+        steps += _steps(region, i1, i2, j1, j2, same)
+    return Alignment(steps, list(renames), blobs_a, blobs_b)
 
 
 def _keys(lines: list, blob_ids: list) -> list:
@@ -110,7 +115,7 @@ def _same(a, b, blobs_a, blobs_b, names: dict) -> bool:
     return a.template == b.template and blobs_a == blobs_b and [names.get(u, u) for u in a.uses] == b.uses
 
 
-def _steps(pairs: list, i1, i2, j1, j2, same) -> list:
+def _steps(pairs: list, i1, i2, j1, j2, same: set) -> list:
     """The region's lines in the new text's order, each removed line just before the first
     line that follows it in the old text."""
     partner = dict((j, i) for i, j in pairs)
@@ -125,7 +130,7 @@ def _steps(pairs: list, i1, i2, j1, j2, same) -> list:
             if next_a not in paired_a:
                 steps.append(Step(REMOVED, next_a, None))
             next_a += 1
-        steps.append(Step(SAME if same(i, j) else CHANGED, i, j))
+        steps.append(Step(SAME if i in same else CHANGED, i, j))
         next_a = max(next_a, i + 1)
     steps += [Step(REMOVED, i, None) for i in range(next_a, i2) if i not in paired_a]
     return steps
