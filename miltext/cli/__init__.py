@@ -32,12 +32,17 @@ COMMANDS = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given `command`, only that one's module is loaded (the
+    others are listed by name): git runs `miltext textconv` once per file, so start-up counts."""
     ap = argparse.ArgumentParser(prog="miltext", description="Core ML's MIL as source text.")
     ap.add_argument("--version", action="version", version=f"miltext {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module_name, help_text in COMMANDS:
+        if command is not None and name != command:
+            sub.add_parser(name, help=help_text)
+            continue
         module = importlib.import_module(f"{__name__}.{module_name}")
         p = sub.add_parser(name, help=help_text, description=module.__doc__.split("\n\n")[0])
         module.add_arguments(p)
@@ -47,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    names = {name for name, _, _ in COMMANDS}
+    command = argv[0] if argv and argv[0] in names else None
+    args = build_parser(command).parse_args(argv)
     try:
         return args.run(args)
     except ParseError as e:

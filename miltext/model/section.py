@@ -16,7 +16,7 @@ not know ride along as `unknownFields=` bytes, so the text always gives back the
 """
 from __future__ import annotations
 
-import numpy as np
+from ..lazy import numpy as np
 
 from ..dtypes import by_name
 from ..errors import ParseError
@@ -80,9 +80,10 @@ def feature_text(kind: str, feature, indent: str) -> str:
 
 
 def call_text(name: str, args: dict, indent: str) -> str:
-    """`name(k=v, ...)`, one argument per line (aligned) when one line would be too long."""
+    """`name(k=v, ...)`, one argument per line (aligned) when one line would be too long; a
+    value is a Value or its text."""
     head = name + "("
-    parts = [f"{lexemes.name(k)}={value_text(v)}" for k, v in args.items()]
+    parts = [f"{lexemes.name(k)}={v if isinstance(v, str) else value_text(v)}" for k, v in args.items()]
     one_line = head + ", ".join(parts) + ")"
     if len(indent) + len(one_line) <= WIDTH or len(parts) < 2:
         return one_line
@@ -211,8 +212,10 @@ def _image_args(image) -> dict:
     return args
 
 
-def _int_value(n: int) -> Value:
-    return _ints_value(n, ())
+def _int_value(n: int) -> Value | str:
+    """An integer: its text when it is a bare literal (an int32), so printing a model's
+    section needs no numpy (see miltext.lazy)."""
+    return str(n) if -2**31 <= n < 2**31 else _ints_value(n, ())
 
 
 def _ints_value(values, shape: tuple) -> Value:

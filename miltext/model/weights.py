@@ -15,7 +15,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, packing
 from ..files import atomic_file, open_regular

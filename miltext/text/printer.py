@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, ops, packing
 from ..bulk import bulk
