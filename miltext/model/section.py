@@ -50,7 +50,8 @@ class SectionError(ValueError):
 
 def section_text(spec) -> str:
     """The model section for `spec` (a Model message; its mlProgram is not looked at)."""
-    args = {"specificationVersion": _int_value(spec.specificationVersion)}
+    version = spec.specificationVersion   # its text when it is a bare int32: no numpy (see miltext.lazy)
+    args = {"specificationVersion": str(version) if -2**31 <= version < 2**31 else _int_value(version)}
     desc = spec.description
     for key in DESCRIPTION_STRINGS:
         if getattr(desc, key):
@@ -212,10 +213,8 @@ def _image_args(image) -> dict:
     return args
 
 
-def _int_value(n: int) -> Value | str:
-    """An integer: its text when it is a bare literal (an int32), so printing a model's
-    section needs no numpy (see miltext.lazy)."""
-    return str(n) if -2**31 <= n < 2**31 else _ints_value(n, ())
+def _int_value(n: int) -> Value:
+    return _ints_value(n, ())
 
 
 def _ints_value(values, shape: tuple) -> Value:
