@@ -16,11 +16,11 @@ from ..ir import DEFAULT_WEIGHT_FILE
 from ..text import lexemes
 
 # A string, a var (bare or quoted), or a blob reference, as the canonical printer writes them.
-_STRING = r'"(?:[^"\\\n]|\\.)*"'
-_TOKEN = re.compile(rf'(?P<blob>\(blob\((?:(?P<file>{_STRING}), )?(?P<offset>[0-9]+)\)\))'
+_STRING = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_TOKEN = re.compile(rf'(?=[(%n"])(?:(?P<blob>\(blob\((?:(?P<file>{_STRING}), )?(?P<offset>[0-9]+)\)\))'
                     rf'|(?P<var>%(?:{_STRING}|[A-Za-z0-9_.@/]+))(?P<decl>: )?'
                     rf'|(?P<name>(?<=[(\s])name=)(?P<value>{_STRING})(?=[,)])'
-                    rf'|{_STRING}')
+                    rf'|{_STRING})')
 _OP = re.compile(rf'= ((?:[A-Za-z_][A-Za-z0-9_.]*|{_STRING}))\(')
 
 DEF, USE, BLOB = "\x00D", "\x00U", "\x00B"   # placeholders in a template
