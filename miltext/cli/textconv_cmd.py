@@ -5,8 +5,6 @@ git runs it once per file version, often on a temporary copy with nothing beside
 shows no digests beside blob references (the weight file's own text shows them), and it never
 fails: a file it cannot read becomes one line saying so, with the file's size and digest.
 """
-import hashlib
-
 from . import write_stdout
 
 
@@ -28,6 +26,7 @@ def textconv_text(path: str) -> str:
 
 
 def fallback(path: str, error: Exception) -> str:
+    import hashlib   # here: git runs textconv once per file, so start-up counts
     reason = str(error).split("\n")[0].replace(path, "").lstrip(": ") or type(error).__name__
     text = f"# miltext: not shown as MIL text ({reason})\n"
     try:
