@@ -104,8 +104,9 @@ def _pair_region(a_lines, b_lines, i1, i2, j1, j2) -> list:
     rest_a = [i for i in range(i1, i2) if i not in taken_a]
     rest_b = [j for j in range(j1, j2) if j not in taken_b]
     kind = lambda line: line.op or line.template  # noqa: E731
-    matcher = difflib.SequenceMatcher(None, [kind(a_lines[i]) for i in rest_a], [kind(b_lines[j]) for j in rest_b],
-                                      autojunk=False)
+    # autojunk as difflib's: in a long stretch, a type on more than 1% of lines anchors nothing
+    # (else thousands of consts make this quadratic)
+    matcher = difflib.SequenceMatcher(None, [kind(a_lines[i]) for i in rest_a], [kind(b_lines[j]) for j in rest_b])
     for block in matcher.get_matching_blocks():
         pairs += [(rest_a[block.a + k], rest_b[block.b + k]) for k in range(block.size)]
     return sorted(pairs, key=lambda p: p[1])
