@@ -323,13 +323,18 @@ def test_diff_shows_a_changed_op_and_a_changed_weight(tmp_path):
     pack(str(tmp_path / "dir"), str(tmp_path / "new.mlpackage"))
     result = run("diff", copy, "new.mlpackage", cwd=tmp_path)
     assert result.returncode == 1 and result.stderr == ""
+    summary = [line for line in result.stdout.splitlines() if line.startswith("# ")]
+    assert summary == ["# 2 ops changed (const, sigmoid)",   # by structure: the const named, in numbers
+                       "# weight %var_0_bias_to_fp16 (32, fp16) changed: 32 of 32 elements, max abs difference 1.00049"]
     removed = [line for line in result.stdout.splitlines() if line.startswith("-") and not line.startswith("---")]
     added = [line for line in result.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert len(removed) == len(added) == 2
     assert "(blob(640))" in removed[0] and "(blob(640))" in added[0] and removed[0] != added[0]
     assert "relu(" in removed[1] and "sigmoid(" in added[1]
-    plain = run("diff", "--no-weight-digests", copy, "new.mlpackage", cwd=tmp_path)
-    assert plain.returncode == 1 and "sha256" not in plain.stdout
+    unread = run("diff", "--no-weight-digests", copy, "new.mlpackage", cwd=tmp_path)   # weights unread: the op only
+    assert unread.returncode == 1 and "sha256" not in unread.stdout and "# 1 op changed (sigmoid)" in unread.stdout
+    text = run("diff", "--text", copy, "new.mlpackage", cwd=tmp_path)
+    assert text.returncode == 1 and "# sha256:" in text.stdout and "changed:" not in text.stdout
 
 
 def test_diff_of_a_program_and_its_model(tmp_path):

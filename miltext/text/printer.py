@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from contextvars import ContextVar
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, ops, packing
 from ..bulk import bulk
