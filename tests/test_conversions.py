@@ -129,3 +129,26 @@ def test_the_native_rules_agree_with_coremltools_op_by_op():
         compared += audit_inference.builder(read(path), case_id(path), disagreements, unbuilt)
     assert compared > 500
     assert disagreements == []
+
+
+def test_positions_up_to_a_run_time_length_have_that_length():
+    """range_1d(0, t, 1) is t long: added to a (b, t, 32) tensor the length stays t, so a
+    reshape to sizes read from the input before the add still works out the head size."""
+    program = miltext.loads("""main[CoreML7](%x: (?, ?, 32, fp32)) {
+  block0() {
+    %s = shape(x=%x)
+    %b = gather(x=%s, indices=0, axis=0)
+    %t = gather(x=%s, indices=1, axis=0)
+    %positions = range_1d(start=0, end=%t, step=1)
+    %p = cast(x=%positions, dtype="fp32")
+    %column = expand_dims(x=%p, axes=[-1])
+    %z = add(x=%x, y=%column)
+    %heads = concat(values=(%b, %t, 4, -1), axis=0, interleave=false)
+    %y = reshape(x=%z, shape=%heads)
+  } -> (%y)
+}
+""")
+    infer(program)
+    types = {op.outputs[0].name: type_text(op.outputs[0].type) for op in program.functions["main"].block.operations}
+    assert types["positions"] == "(?, int32)"
+    assert types["y"] == "(?, ?, 4, 8, fp32)"
