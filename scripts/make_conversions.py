@@ -13,7 +13,6 @@ real models do it (`x.shape` in attention), so the programs carry the shape arit
 import argparse
 import math
 import os
-import shutil
 import sys
 import tempfile
 
@@ -431,6 +430,46 @@ def llama():
                    [ct.TensorType(name="logits", dtype=np.float16)], ct.target.iOS18, states)
 
 
+def llama_multifunction():
+    """The stateful Llama twice, as a prompt function (up to 16 tokens) and a decode
+    function, in one multifunction model sharing weights (coremltools' save_multifunction)."""
+    import coremltools as ct
+    import torch
+    cache = (2, 1, 2, 16, 8)
+
+    def variant(query):
+        states = [ct.StateType(wrapped_type=ct.TensorType(shape=cache, dtype=np.float16), name=n)
+                  for n in ("key_cache", "value_cache")]
+        end = ct.RangeDim(1, 16, default=1)
+        return convert("llama", (torch.randint(0, 64, (1, 2)), torch.zeros(1, 1, 2, 5)),
+                       [ids_input("ids", (1, query)),
+                        ct.TensorType(name="causal_mask", shape=(1, 1, query, end), dtype=np.float16)],
+                       [ct.TensorType(name="logits", dtype=np.float16)], ct.target.iOS18, states)
+    with tempfile.TemporaryDirectory(prefix="miltext-conversions-") as tmp:
+        prompt, decode, both = (os.path.join(tmp, n + ".mlpackage") for n in ("prompt", "decode", "both"))
+        variant(ct.RangeDim(1, 16, default=4)).save(prompt)
+        variant(ct.RangeDim(1, 2, default=1)).save(decode)   # a fixed length would be folded away
+        descriptor = ct.utils.MultiFunctionDescriptor()
+        descriptor.add_function(prompt, src_function_name="main", target_function_name="prompt")
+        descriptor.add_function(decode, src_function_name="main", target_function_name="decode")
+        descriptor.default_function_name = "prompt"
+        ct.utils.save_multifunction(descriptor, both)
+        model = ct.models.MLModel(both, skip_model_load=True)
+        spec = model.get_spec()
+        with open(os.path.join(model.weights_dir, "weight.bin"), "rb") as f:
+            weights = f.read()
+    return _Saved(spec, weights)
+
+
+class _Saved:
+    """A saved model's spec and weight file, outliving the folder it was read from."""
+    def __init__(self, spec, weights):
+        self.spec, self.weights = spec, weights
+
+    def get_spec(self):
+        return self.spec
+
+
 def image_model(name, shape=(1, 3, 32, 32), target=None):
     import coremltools as ct
     import torch
@@ -510,6 +549,7 @@ MAKERS = {
     "bert_fp32": lambda: bert(fp32=True),
     "gpt2": gpt2,
     "llama_kv_cache": llama,
+    "llama_multifunction": llama_multifunction,
     "resnet": lambda: image_model("resnet"),
     "resnet_enumerated": enumerated_resnet,
     "mobilenet": lambda: image_model("mobilenet"),
@@ -536,10 +576,15 @@ def write(name: str, model) -> list:
     with open(pb, "wb") as f:
         f.write(spec.mlProgram.SerializeToString(deterministic=True))
     written = [pb]
-    weights = os.path.join(model.weights_dir, "weight.bin") if model.weights_dir else None
     target = os.path.join(OUT, name + ".weight.bin")
-    if weights and os.path.exists(weights) and b"@model_path/weights/weight.bin" in open(pb, "rb").read():
-        shutil.copyfile(weights, target)
+    if isinstance(model, _Saved):
+        weights = model.weights
+    else:
+        path = os.path.join(model.weights_dir, "weight.bin") if model.weights_dir else None
+        weights = open(path, "rb").read() if path and os.path.exists(path) else None
+    if weights is not None and b"@model_path/weights/weight.bin" in open(pb, "rb").read():
+        with open(target, "wb") as f:
+            f.write(weights)
         written.append(target)
     elif os.path.exists(target):
         os.remove(target)
