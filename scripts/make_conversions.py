@@ -392,6 +392,30 @@ def convert(name, example_inputs, inputs, outputs, target, states=(), precision=
                       skip_model_load=True)
 
 
+def exported(name, example_inputs, dynamic_shapes, target):
+    """Torch module `name`, seeded, exported by torch.export (coremltools' other torch frontend,
+    with the shape arithmetic spelled its own way) and converted."""
+    import coremltools as ct
+    torch, modules = nets()
+    torch.manual_seed(0)
+    model = modules[name]().eval()
+    program = torch.export.export(model, example_inputs, dynamic_shapes=dynamic_shapes).run_decompositions({})
+    return ct.convert(program, minimum_deployment_target=target, skip_model_load=True)
+
+
+def gpt2_exported():
+    import coremltools as ct
+    import torch
+    length = torch.export.Dim("length", min=2, max=15)
+    return exported("gpt2", (torch.randint(0, 64, (1, 8)),), {"ids": {1: length}}, ct.target.iOS18)
+
+
+def vit_exported():
+    import coremltools as ct
+    import torch
+    return exported("vit", (torch.rand(2, 3, 32, 32),), None, ct.target.iOS17)
+
+
 def ids_input(name, shape):
     import coremltools as ct
     return ct.TensorType(name=name, shape=shape, dtype=np.int32)
@@ -550,6 +574,8 @@ MAKERS = {
     "gpt2": gpt2,
     "llama_kv_cache": llama,
     "llama_multifunction": llama_multifunction,
+    "gpt2_exported": gpt2_exported,
+    "vit_exported": vit_exported,
     "resnet": lambda: image_model("resnet"),
     "resnet_enumerated": enumerated_resnet,
     "mobilenet": lambda: image_model("mobilenet"),
