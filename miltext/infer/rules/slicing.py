@@ -76,11 +76,13 @@ def _sliced_value(ops, x, begin, end, stride, begin_mask, end_mask, squeeze_mask
     value = ops.value("x", required=False)
     if value is None or None in begin or None in end or not all(map(known, x.shape)):
         return None
-    index = tuple(slice(None if bm else b, None if em else e, s)
-                  for b, e, s, bm, em in zip(begin, end, stride, begin_mask, end_mask))
-    part = np.asarray(value)[index]
-    squeezed = tuple(i for i, sq in enumerate(squeeze_mask) if sq)
-    return np.squeeze(part, axis=squeezed) if squeezed else part
+    # a squeezed dim takes the one element at begin
+    index = tuple((0 if bm else b) if sq else slice(None if bm else b, None if em else e, s)
+                  for b, e, s, bm, em, sq in zip(begin, end, stride, begin_mask, end_mask, squeeze_mask))
+    try:
+        return np.asarray(np.asarray(value)[index])
+    except (IndexError, ValueError):
+        return None
 
 
 @rule("slice_by_size")
