@@ -51,6 +51,8 @@ def collect_errors(text: str, filename: str | None, parse_once, raw: bool = Fals
         try:
             result = parse_once(attempt)
         except LocatedError as e:
+            if e.at_end and errors and _end_of(attempt) != _end_of(text):
+                break  # the end of what is left once the last lines went: the text's end is not there
             line, column, message, lines = _explained(e, attempt, raw)
             if any((line, column) == found[:2] for found in errors):
                 break
@@ -77,7 +79,48 @@ def _explained(e: LocatedError, text: str, raw: bool) -> tuple[int, int, str, ra
         if opener is not None:
             line, column, char = opener
             return line, column, f"'{char}' opened here is never closed", range(line, max(line, e.line - 1) + 1)
-    return e.line, e.column, e.message, range(e.line, e.line + 1)
+    return e.line, e.column, e.message, _statement_lines(text, e.line, raw)
+
+
+def _statement_lines(text: str, line: int, raw: bool) -> range:
+    """The lines of the statement that line `line` is part of: lines that start inside a `(` or
+    `[` opened on an earlier line belong to that line's statement (inputs over several lines,
+    a wrapped literal), up to a line that starts a statement of its own."""
+    lines = text.split("\n")
+    depth_at = [0] * (len(lines) + 2)  # the ( and [ open when each line starts
+    depth, number = 0, 1  # number: the last line whose depth is in depth_at
+    starts = _line_starts(text)
+    for m in _SCANS[raw].finditer(text):
+        char = m.group()
+        if len(char) != 1 or char in "\"'#":
+            continue
+        while number < len(starts) and starts[number] <= m.start():
+            number += 1
+            depth_at[number] = depth
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        else:  # a { or } is structure: what was open before it does not run past it
+            depth = 0
+    while number < len(starts):
+        number += 1
+        depth_at[number] = depth
+    first = line
+    while first > 1 and depth_at[first] > 0:
+        first -= 1
+    last = line
+    while last < len(lines) and depth_at[last + 1] > 0 and not _STATEMENT_START.match(lines[last]):
+        last += 1
+    return range(first, last + 1)
+
+
+_STATEMENT_START = re.compile(r"[ \t]*[%}]")
+
+
+def _line_starts(text: str) -> list:
+    """The offset where each line starts; [0] is line 1."""
+    return [0] + [m.end() for m in re.finditer("\n", text)]
 
 
 def _unclosed_before(text: str, line: int, column: int, raw: bool):
@@ -150,9 +193,18 @@ def _end_of(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
+def _cut_short(token, text: str) -> bool:
+    """Whether the token out of place is the text's last and a word or number that may have
+    been cut (tensor<s, fp3, 12): the text stops short there rather than holding a mistake."""
+    end = token.end_pos
+    return end is not None and not text[end:].strip() and (text[end - 1].isalnum() or text[end - 1] == "_")
+
+
 def lark_error(e: UnexpectedInput, text: str, describe) -> LocatedError:
     """A Lark error in words; `describe` words the set of terminals the parser expected."""
     if isinstance(e, UnexpectedToken) and e.token.type == "$END" or isinstance(e, UnexpectedEOF):
+        return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}", at_end=True)
+    if isinstance(e, UnexpectedToken) and _cut_short(e.token, text):
         return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}", at_end=True)
     if isinstance(e, UnexpectedToken):
         return LocatedError(e.line, e.column, f"unexpected {describe_token(e.token)}: {describe(e.expected)}",
@@ -160,6 +212,9 @@ def lark_error(e: UnexpectedInput, text: str, describe) -> LocatedError:
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         if char in "\"'":
+            if "\n" not in text[e.pos_in_stream:].rstrip():  # the string runs to the end: a truncated text
+                return LocatedError(*_end_of(text), f"unexpected end of text: the string opened at "
+                                    f"{e.line}:{e.column} is never closed", at_end=True)
             return LocatedError(e.line, e.column, "unterminated string: a string ends with its quote on the same line")
         return LocatedError(e.line, e.column, f"unexpected character {char!r}: {describe(e.allowed)}")
     return LocatedError(getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, "the text cannot be read here")
