@@ -129,6 +129,7 @@ def _unclosed_before(text: str, line: int, column: int, raw: bool):
     at the end of the text, an open `{` is a truncated text, which its end tells better."""
     at = _offset(text, line, column)
     stack: list = []      # (offset, char) of the open delimiters
+    open_count = dict.fromkeys(_CLOSER_OF, 0)
     unclosed: list = []   # (offset, char, offset where it shows unclosed)
     for m in _SCANS[raw].finditer(text):
         char = m.group()
@@ -136,14 +137,16 @@ def _unclosed_before(text: str, line: int, column: int, raw: bool):
             continue
         if char in _CLOSER_OF:
             stack.append((m.start(), char))
+            open_count[char] += 1
             continue
         wanted = _OPENER_OF[char]
-        if stack and stack[-1][1] == wanted:
-            stack.pop()
-        elif any(c == wanted for _, c in stack):  # it closes an outer one: the inner ones stay open
+        if open_count[wanted]:  # it closes the innermost open one of its kind; any inside stay open
             while stack[-1][1] != wanted:
-                unclosed.append((*stack.pop(), m.start()))
+                offset, inner = stack.pop()
+                open_count[inner] -= 1
+                unclosed.append((offset, inner, m.start()))
             stack.pop()
+            open_count[wanted] -= 1
         if m.start() > at and not stack:
             break
     unclosed.extend((offset, char, len(text)) for offset, char in stack if char != "{")

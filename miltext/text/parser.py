@@ -62,7 +62,7 @@ class _Parser:
         self.builder = _Builder(raw_strings=raw)
         self.tracker.builder = self.builder
         self.lark = Lark(text, parser="lalr", lexer="contextual", transformer=self.builder,
-                         postlex=self.tracker, maybe_placeholders=True, cache=cache_path("raw" if raw else "mil"))
+                         postlex=self.tracker, maybe_placeholders=True, cache=cache_path("raw" if raw else "mil", text))
         self.lock = threading.Lock()
 
     def parse(self, text: str):
