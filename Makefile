@@ -52,6 +52,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/model_files.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/review_diff.py
+	$(BIN)/python bench/textconv_startup.py
 
 conformance: $(STAMP)
 	$(BIN)/python ../shared/conformance/check.py

@@ -252,13 +252,26 @@ def test_formatting_gives_the_canonical_text(client):
                                                       "options": {"tabSize": 2, "insertSpaces": True}}) == []
 
 
+COMMENTED = GOOD.replace("main[CoreML7]", "# what the model does\n\nmain[CoreML7]") \
+    .replace("  block0() {\n", "  block0() {  # the body\n    # the branch\n") \
+    .replace('name="two")', 'name="two")  # a constant') \
+    .replace("      } -> (%r)\n", "        # nothing else\n      } -> (%r)\n\n    # the loop\n") \
+    .replace("-> (%out, %n)\n}\n", "-> (%out, %n)\n}\n# the end\n")
+
+
 def test_formatting_keeps_comments(client):
     uri = "file:///comments.mil"
-    open_text(client, uri, "# a note the printer would drop\n" + GOOD)
-    edits = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
-                                                       "options": {"tabSize": 2, "insertSpaces": True}})
-    assert edits == []
-    assert "comments" in client.notification("window/showMessage")["message"]
+    messy = COMMENTED.replace("  block0", "block0").replace("cond(pred=%p, ", "cond( pred = %p,\n   ") \
+        .replace("  # a constant", "      # a constant").replace("\n\n    # the loop", "\n\n\n\n# the loop")
+    open_text(client, uri, messy)
+    (edit,) = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
+                                                         "options": {"tabSize": 2, "insertSpaces": True}})
+    assert edit["newText"] == COMMENTED  # every comment where it was, one blank line kept
+    from miltext.source.formatter import comment_texts
+    assert comment_texts(edit["newText"]) == comment_texts(messy) and len(comment_texts(messy)) == 7
+    open_text(client, "file:///formatted.mil", COMMENTED)
+    assert client.request("textDocument/formatting", {"textDocument": {"uri": "file:///formatted.mil"},
+                                                      "options": {"tabSize": 2, "insertSpaces": True}}) == []
 
 
 def test_check_findings_with_their_notes(client):

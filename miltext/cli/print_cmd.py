@@ -26,7 +26,7 @@ def run(args) -> int:
     if args.dialect != "mil":
         return _print_program(args)
     from ..model.text import file_text
-    with Progress("reading") as progress:
+    with Progress("print", stages={"reading": 1}) as progress:
         text = file_text(args.file, args.weight_digests, progress)
     write_stdout(text)
     return 0
@@ -40,7 +40,7 @@ def _print_program(args) -> int:
     from ..text.dialects import printer
     if args.weight_digests:
         raise InputError(f"--weight-digests writes comments, which {args.dialect} text has no place for")
-    with Progress("reading") as progress:
+    with Progress("print", stages={"reading": 1}) as progress:
         program = read_model(args.file, progress).program
     try:
         text = printer(args.dialect)(program)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import miltext
 
 from ..errors import ParseError
-from ..model.text import has_comments, model_text, parse_model
+from ..model.text import parse_model
 from ..text import modelmil_printer, printer
 from ..text.modelmil_words import looks_like_modelmil, text_version
 from .names import Names
@@ -112,12 +112,12 @@ class Analysis:
         return (at, v) if known else None
 
     def formatted(self) -> str:
-        """What `miltext fmt` writes (model.mil stays model.mil), or CannotFormat saying why not."""
+        """What `miltext fmt` writes (comments kept; model.mil stays model.mil), or CannotFormat
+        saying why not."""
         if self.program is None:
             raise CannotFormat("the text does not parse")
-        if has_comments(self.source.text):
-            raise CannotFormat("the text has comments, and the canonical printer drops them")
+        from ..source.formatter import format_source
         try:
-            return miltext.dumps(self.program, "modelmil") if self.modelmil else model_text(self.model)
-        except ValueError as e:  # what the printer cannot write (ProgramError)
+            return format_source(self.source.text)
+        except ValueError as e:  # what the printer cannot write, or would not be the same program
             raise CannotFormat(str(e)) from None

@@ -77,7 +77,8 @@ def value_map(entries) -> dict:
     return {k: value(v) for k, v in entries.items()} if entries else {}
 
 
-# Real programs repeat a handful of tensor types thousands of times: read each kind once.
+# Real programs repeat a handful of tensor types thousands of times: read each kind once, and
+# share the instance (types are never changed in place).
 _TENSOR_TYPES: dict = {}
 
 
@@ -88,14 +89,14 @@ def value_type(msg):
         key = t.SerializeToString()
         known = _TENSOR_TYPES.get(key)
         if known is not None:
-            return TensorType(*known)
+            return known
         shape = tuple(dimension(d) for d in t.dimensions)
         rank = None if t.rank == len(shape) else t.rank
         dtype = dtypes.by_code(t.dataType).name
         if t.attributes:
             return TensorType(dtype, shape, rank, value_map(t.attributes))
-        _TENSOR_TYPES[key] = (dtype, shape, rank)
-        return TensorType(dtype, shape, rank)
+        _TENSOR_TYPES[key] = known = TensorType(dtype, shape, rank)
+        return known
     if case == "listType":
         t = msg.listType
         return ListType(value_type(t.type) if t.HasField("type") else None,

@@ -60,7 +60,7 @@ class _Builder(Transformer):
 
     def __init__(self):
         super().__init__()
-        self.plain_types: dict = {}  # TENSOR_TYPE text -> (dtype, shape): real files repeat a few
+        self.plain_types: dict = {}  # TENSOR_TYPE text -> its TensorType: real files repeat a few
 
     # ---- program structure ----
     def start(self, items):
@@ -167,9 +167,9 @@ class _Builder(Transformer):
         known = self.plain_types.get(tok)
         if known is None:
             dtype, dims = _PLAIN_TYPE.match(tok).groups()
-            known = self.plain_types[str(tok)] = (dtype, tuple(
+            known = self.plain_types[str(tok)] = TensorType(dtype, tuple(
                 None if d == "?" else int(d) for d in _WHITESPACE.sub("", dims).split(",") if d))
-        return TensorType(*known)
+        return known  # shared: types are never changed in place
 
     def tensor_type(self, items):
         return TensorType(str(items[0]), tuple(items[1:]))
