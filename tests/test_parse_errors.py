@@ -88,6 +88,14 @@ CASES = {
                                     [(1, 22, "unexpected end of text: expected a dimension, a dtype, a value or a %name")]),
     "truncated-after-the-block": (in_block(OK1)[:-2],
                                   [(4, 12, "unexpected end of text: expected an op or '}'")]),
+    # ---- a line or a block that stops short ----
+    "op-line-ends-after-its-equals": (in_block('%a: (2, fp32) =', OK2),
+                                      [(3, 20, "the line ends too soon: expected a name")]),
+    "block-end-without-its-brace": (in_block(OK1).replace("  } -> (%x)", "  -> (%x)") + in_block(OK1).replace("main", "second"),
+                                    [(4, 3, "unexpected '->': expected an op or '}'")]),
+    "function-without-its-brace-before-another": (
+        in_block(OK1)[:-2] + in_block(OK1).replace("main", "second"),
+        [(9, 2, "unexpected end of text: expected '->' (the '{' at 1:30 is never closed)")]),
     # ---- coremltools' print ----
     "print-paren-of-op-call": (PRINT.replace('relu(x=%x, name="relu")', 'relu(x=%x, name="relu"'),
                                [(3, 49, f"'(' {NEVER}")]),
@@ -107,6 +115,10 @@ CASES = {
                            .replace('string("fp16"), x', 'string("fp16") x'),
                            [(6, 61, "unexpected name 'y': expected ',' or ')'"),
                             (8, 69, "unexpected name 'x': expected ',', ')' or ']'")]),
+    "modelmil-op-without-its-semicolon": (MODEL_MIL.replace("y = threshold);", "y = threshold)"),
+                                          [(6, 76, "missing ';' at the end of the op: expected '[' or ';'")]),
+    "modelmil-function-without-its-end": (MODEL_MIL.replace("        } -> (mask_precision_io, rounded);\n", ""),
+                                          [(10, 2, "unexpected end of text: expected '->' (the '{' at 3:1 is never closed)")]),
     "modelmil-truncated-inside-an-op": (truncated(MODEL_MIL, "rounded = cast"),
                                         [(8, 30, "unexpected end of text: expected a name")]),
     "modelmil-truncated-before-its-last-brace": (MODEL_MIL[:-1],

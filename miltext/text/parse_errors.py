@@ -35,10 +35,12 @@ class LocatedError(Exception):
     """The first error of one parse: where, what, whether it is the end of the text, and whether
     it is a token out of place (which a delimiter never closed before it may explain)."""
 
-    def __init__(self, line: int, column: int, message: str, at_end: bool = False, misplaced: bool = False):
+    def __init__(self, line: int, column: int, message: str, at_end: bool = False, misplaced: bool = False,
+                 last: bool = False):
         super().__init__(message)
         self.line, self.column, self.message = line, column, message
         self.at_end, self.misplaced = at_end, misplaced
+        self.last = last  # nothing to look at further: structure follows that reading cannot skip
 
 
 def collect_errors(text: str, filename: str | None, parse_once, raw: bool = False):
@@ -79,7 +81,7 @@ def _explained(e: LocatedError, text: str, raw: bool) -> tuple[int, int, str, ra
         if opener is not None:
             line, column, char = opener
             return line, column, f"'{char}' opened here is never closed", range(line, max(line, e.line - 1) + 1)
-    return e.line, e.column, e.message, _statement_lines(text, e.line, raw)
+    return e.line, e.column, e.message, range(0) if e.last else _statement_lines(text, e.line, raw)
 
 
 def _statement_lines(text: str, line: int, raw: bool) -> range:
@@ -175,7 +177,7 @@ def _without_lines(text: str, lines: range) -> str | None:
         return None
     for n in lines:
         content = parts[n - 1].strip()
-        if "{" in content or "}" in content:
+        if "{" in content or "}" in content or content.startswith("->"):  # a block's end without its }
             return None
     if not any(parts[n - 1].strip() for n in lines):
         return None
@@ -196,6 +198,52 @@ def _end_of(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
+def _left_open(text: str) -> str:
+    """When a text ends closing a block (`}`, not cut short) and a `{` is still open, which one:
+    the one whose `}` was left out, as far as the braces tell."""
+    if not text.rstrip().endswith("}"):
+        return ""
+    depth, first_open = 0, None
+    for m in _SCANS[False].finditer(text):
+        char = m.group()
+        if char == "{":
+            if depth == 0:
+                first_open = m.start()
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+    if not depth:
+        return ""
+    return f" (the '{{' at {text.count(chr(10), 0, first_open) + 1}:{first_open - text.rfind(chr(10), 0, first_open)} is never closed)"
+
+
+# Terminals that start a statement: a parser that expects one of them is not in a line's middle.
+_STATEMENT_STARTERS = frozenset(["SIMPLE_OPS", "VAR", "RBRACE", "FUNC", "BLOCK", "$END"])
+
+
+def _line_ended_early(e: UnexpectedToken, text: str) -> bool:
+    """Whether the token out of place starts a line while the parser is still in the middle of
+    the statement of the line before, outside any bracket (inside one, statements may go on
+    over several lines)."""
+    start = e.token.start_pos
+    if start is None or e.expected & _STATEMENT_STARTERS:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[:line_start].rstrip()
+    if text[line_start:start].strip() or not before or before[-1] in "{}":  # a brace ends a line whole
+        return False
+    depth = 0
+    for m in _SCANS[False].finditer(text, 0, start):
+        char = m.group()
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif char in "{}":
+            depth = 0
+    return depth == 0
+
+
 def _cut_short(token, text: str) -> bool:
     """Whether the token out of place is the text's last and a word or number that may have
     been cut (tensor<s, fp3, 12): the text stops short there rather than holding a mistake."""
@@ -206,9 +254,19 @@ def _cut_short(token, text: str) -> bool:
 def lark_error(e: UnexpectedInput, text: str, describe) -> LocatedError:
     """A Lark error in words; `describe` words the set of terminals the parser expected."""
     if isinstance(e, UnexpectedToken) and e.token.type == "$END" or isinstance(e, UnexpectedEOF):
-        return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}", at_end=True)
+        return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}{_left_open(text)}",
+                            at_end=True)
     if isinstance(e, UnexpectedToken) and _cut_short(e.token, text):
         return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}", at_end=True)
+    if isinstance(e, UnexpectedToken) and _line_ended_early(e, text):
+        # the line before stops short (`%y: (2, fp32) =`, an op without its ';'): say so at its end
+        start = e.token.start_pos
+        end = len(text[:start].rstrip())
+        what = "missing ';' at the end of the op" if "SEMICOLON" in e.expected else "the line ends too soon"
+        line_end = text.find("\n", start)
+        next_line = text[start:] if line_end < 0 else text[start:line_end]
+        return LocatedError(text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end),
+                            f"{what}: {describe(e.expected)}", last="{" in next_line or "}" in next_line)
     if isinstance(e, UnexpectedToken):
         return LocatedError(e.line, e.column, f"unexpected {describe_token(e.token)}: {describe(e.expected)}",
                             misplaced=True)
