@@ -78,6 +78,9 @@ NAMES = tuple(d.name for d in _TABLE)
 ALIASES = {
     "str": "string", "int": "int64", "float": "fp32", "float16": "fp16", "float32": "fp32",
     "float64": "fp64", "bfloat16": "bf16", "half": "fp16", "double": "fp64",
+    # coremltools 4's print (its type_mapping.py until 5.0 spelled the integer dtypes so)
+    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
 }
 
 # Default dtype of a bare literal, as coremltools reads one: a float is fp32, an int int32.

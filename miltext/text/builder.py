@@ -74,6 +74,14 @@ class _Symbol(str):
     pos = None
 
 
+def _unknown_in_print(lit) -> bool:
+    """Whether coremltools' print shows a value it did not know: one known only by symbols,
+    such as (s0, s1, 2) or [2*is0, 3], or coremltools 4's (file_value) for a value in a file."""
+    if isinstance(lit, _Symbol) or isinstance(lit, _Item) and lit.kind == "dim":
+        return True
+    return isinstance(lit, (list, tuple)) and any(_unknown_in_print(x) for x in lit)
+
+
 class _Item:
     """A type-only item of a parenthesized list: ?, *, _, ..., a dtype, dict, rank=N."""
     __slots__ = ("kind", "value")
@@ -403,7 +411,9 @@ class _Builder(Transformer):
             key = self._key(key)
         if isinstance(v, Ref):
             return ("input", key, [str(v)])
-        if isinstance(v, _Bindings):
+        if self.raw_strings and _unknown_in_print(v):
+            v = ELIDED
+        elif isinstance(v, _Bindings):
             return ("input", key, [self._binding(x, key) for x in v])
         value = v if isinstance(v, Value) else self._value(v, _pos(key))
         if key in ("name", "val"):
@@ -469,6 +479,8 @@ class _Builder(Transformer):
     # ---- types ----
     def tensor_type(self, items):
         group, suffixes = items[0], items[1:]
+        if not group and "kind" in suffixes:  # coremltools 4's print of a type with no dtype name
+            return UnknownType()
         return self._with_suffixes(self._group_type(group), suffixes, getattr(group, "pos", None))
 
     def _with_suffixes(self, t, suffixes, pos):

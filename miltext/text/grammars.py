@@ -1,6 +1,7 @@
 """The Lark grammar files (grammar/*.lark) and where Lark keeps the tables it builds from them."""
 from __future__ import annotations
 
+import hashlib
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -18,13 +19,14 @@ def grammar_text(name: str = "mil.lark") -> str:
     raise FileNotFoundError(f"grammar file {name} not found in {_GRAMMAR_DIRS}")
 
 
-def cache_path(flavour: str):
-    """Where Lark keeps the built tables of a grammar flavour, so a start-up does not rebuild them."""
+def cache_path(flavour: str, grammar: str):
+    """Where Lark keeps the tables it builds from `grammar` (the text of a flavour), so a
+    start-up does not rebuild them; named after the grammar's text, which a change renames."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     try:
         os.makedirs(os.path.join(base, "miltext"), exist_ok=True)
     except OSError:
         return False
     import lark
-    from .. import __version__
-    return os.path.join(base, "miltext", f"grammar-{__version__}-lark{lark.__version__}-{flavour}.cache")
+    digest = hashlib.sha256(grammar.encode("utf-8")).hexdigest()[:16]
+    return os.path.join(base, "miltext", f"grammar-{flavour}-{digest}-lark{lark.__version__}.cache")

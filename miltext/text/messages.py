@@ -45,6 +45,8 @@ def _keyword(name: str, lark) -> str | None:
 def describe_expected(names, lark) -> str:
     """The terminals `names` that the parser `lark` expected, in words."""
     names = set(names)
+    if {"QMARK", "DTYPE"} <= names:  # inside a parenthesized list: a type, a tuple or bindings
+        return "expected a dimension, a dtype, a value or a %name"
     words = []
     for when, phrase, covers in _FAMILIES:
         if when & names:

@@ -345,9 +345,10 @@ def _dims(shape: tuple) -> str:
 
 class _Parser:
     def __init__(self):
-        self.lark = Lark(grammar_text("modelmil.lark"), parser="lalr", lexer="contextual",
+        grammar = grammar_text("modelmil.lark")
+        self.lark = Lark(grammar, parser="lalr", lexer="contextual",
                          transformer=_Builder(), start=["start", *FRAGMENTS], maybe_placeholders=False,
-                         cache=cache_path("modelmil"))
+                         cache=cache_path("modelmil", grammar))
         self.lock = threading.Lock()
 
 

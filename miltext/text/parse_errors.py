@@ -35,10 +35,12 @@ class LocatedError(Exception):
     """The first error of one parse: where, what, whether it is the end of the text, and whether
     it is a token out of place (which a delimiter never closed before it may explain)."""
 
-    def __init__(self, line: int, column: int, message: str, at_end: bool = False, misplaced: bool = False):
+    def __init__(self, line: int, column: int, message: str, at_end: bool = False, misplaced: bool = False,
+                 last: bool = False):
         super().__init__(message)
         self.line, self.column, self.message = line, column, message
         self.at_end, self.misplaced = at_end, misplaced
+        self.last = last  # nothing to look at further: structure follows that reading cannot skip
 
 
 def collect_errors(text: str, filename: str | None, parse_once, raw: bool = False):
@@ -51,6 +53,8 @@ def collect_errors(text: str, filename: str | None, parse_once, raw: bool = Fals
         try:
             result = parse_once(attempt)
         except LocatedError as e:
+            if e.at_end and errors and _end_of(attempt) != _end_of(text):
+                break  # the end of what is left once the last lines went: the text's end is not there
             line, column, message, lines = _explained(e, attempt, raw)
             if any((line, column) == found[:2] for found in errors):
                 break
@@ -77,7 +81,48 @@ def _explained(e: LocatedError, text: str, raw: bool) -> tuple[int, int, str, ra
         if opener is not None:
             line, column, char = opener
             return line, column, f"'{char}' opened here is never closed", range(line, max(line, e.line - 1) + 1)
-    return e.line, e.column, e.message, range(e.line, e.line + 1)
+    return e.line, e.column, e.message, range(0) if e.last else _statement_lines(text, e.line, raw)
+
+
+def _statement_lines(text: str, line: int, raw: bool) -> range:
+    """The lines of the statement that line `line` is part of: lines that start inside a `(` or
+    `[` opened on an earlier line belong to that line's statement (inputs over several lines,
+    a wrapped literal), up to a line that starts a statement of its own."""
+    lines = text.split("\n")
+    depth_at = [0] * (len(lines) + 2)  # the ( and [ open when each line starts
+    depth, number = 0, 1  # number: the last line whose depth is in depth_at
+    starts = _line_starts(text)
+    for m in _SCANS[raw].finditer(text):
+        char = m.group()
+        if len(char) != 1 or char in "\"'#":
+            continue
+        while number < len(starts) and starts[number] <= m.start():
+            number += 1
+            depth_at[number] = depth
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        else:  # a { or } is structure: what was open before it does not run past it
+            depth = 0
+    while number < len(starts):
+        number += 1
+        depth_at[number] = depth
+    first = line
+    while first > 1 and depth_at[first] > 0:
+        first -= 1
+    last = line
+    while last < len(lines) and depth_at[last + 1] > 0 and not _STATEMENT_START.match(lines[last]):
+        last += 1
+    return range(first, last + 1)
+
+
+_STATEMENT_START = re.compile(r"[ \t]*[%}]")
+
+
+def _line_starts(text: str) -> list:
+    """The offset where each line starts; [0] is line 1."""
+    return [0] + [m.end() for m in re.finditer("\n", text)]
 
 
 def _unclosed_before(text: str, line: int, column: int, raw: bool):
@@ -86,6 +131,7 @@ def _unclosed_before(text: str, line: int, column: int, raw: bool):
     at the end of the text, an open `{` is a truncated text, which its end tells better."""
     at = _offset(text, line, column)
     stack: list = []      # (offset, char) of the open delimiters
+    open_count = dict.fromkeys(_CLOSER_OF, 0)
     unclosed: list = []   # (offset, char, offset where it shows unclosed)
     for m in _SCANS[raw].finditer(text):
         char = m.group()
@@ -93,14 +139,16 @@ def _unclosed_before(text: str, line: int, column: int, raw: bool):
             continue
         if char in _CLOSER_OF:
             stack.append((m.start(), char))
+            open_count[char] += 1
             continue
         wanted = _OPENER_OF[char]
-        if stack and stack[-1][1] == wanted:
-            stack.pop()
-        elif any(c == wanted for _, c in stack):  # it closes an outer one: the inner ones stay open
+        if open_count[wanted]:  # it closes the innermost open one of its kind; any inside stay open
             while stack[-1][1] != wanted:
-                unclosed.append((*stack.pop(), m.start()))
+                offset, inner = stack.pop()
+                open_count[inner] -= 1
+                unclosed.append((offset, inner, m.start()))
             stack.pop()
+            open_count[wanted] -= 1
         if m.start() > at and not stack:
             break
     unclosed.extend((offset, char, len(text)) for offset, char in stack if char != "{")
@@ -129,7 +177,7 @@ def _without_lines(text: str, lines: range) -> str | None:
         return None
     for n in lines:
         content = parts[n - 1].strip()
-        if "{" in content or "}" in content:
+        if "{" in content or "}" in content or content.startswith("->"):  # a block's end without its }
             return None
     if not any(parts[n - 1].strip() for n in lines):
         return None
@@ -150,16 +198,84 @@ def _end_of(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
+def _left_open(text: str) -> str:
+    """When a text ends closing a block (`}`, not cut short) and a `{` is still open, which one:
+    the one whose `}` was left out, as far as the braces tell."""
+    if not text.rstrip().endswith("}"):
+        return ""
+    depth, first_open = 0, None
+    for m in _SCANS[False].finditer(text):
+        char = m.group()
+        if char == "{":
+            if depth == 0:
+                first_open = m.start()
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+    if not depth:
+        return ""
+    return f" (the '{{' at {text.count(chr(10), 0, first_open) + 1}:{first_open - text.rfind(chr(10), 0, first_open)} is never closed)"
+
+
+# Terminals that start a statement: a parser that expects one of them is not in a line's middle.
+_STATEMENT_STARTERS = frozenset(["SIMPLE_OPS", "VAR", "RBRACE", "FUNC", "BLOCK", "$END"])
+
+
+def _line_ended_early(e: UnexpectedToken, text: str) -> bool:
+    """Whether the token out of place starts a line while the parser is still in the middle of
+    the statement of the line before, outside any bracket (inside one, statements may go on
+    over several lines)."""
+    start = e.token.start_pos
+    if start is None or e.expected & _STATEMENT_STARTERS:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[:line_start].rstrip()
+    if text[line_start:start].strip() or not before or before[-1] in "{}":  # a brace ends a line whole
+        return False
+    depth = 0
+    for m in _SCANS[False].finditer(text, 0, start):
+        char = m.group()
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif char in "{}":
+            depth = 0
+    return depth == 0
+
+
+def _cut_short(token, text: str) -> bool:
+    """Whether the token out of place is the text's last and a word or number that may have
+    been cut (tensor<s, fp3, 12): the text stops short there rather than holding a mistake."""
+    end = token.end_pos
+    return end is not None and not text[end:].strip() and (text[end - 1].isalnum() or text[end - 1] == "_")
+
+
 def lark_error(e: UnexpectedInput, text: str, describe) -> LocatedError:
     """A Lark error in words; `describe` words the set of terminals the parser expected."""
     if isinstance(e, UnexpectedToken) and e.token.type == "$END" or isinstance(e, UnexpectedEOF):
+        return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}{_left_open(text)}",
+                            at_end=True)
+    if isinstance(e, UnexpectedToken) and _cut_short(e.token, text):
         return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}", at_end=True)
+    if isinstance(e, UnexpectedToken) and _line_ended_early(e, text):
+        # the line before stops short (`%y: (2, fp32) =`, an op without its ';'): say so at its end
+        start = e.token.start_pos
+        end = len(text[:start].rstrip())
+        what = "missing ';' at the end of the op" if "SEMICOLON" in e.expected else "the line ends too soon"
+        line_end = text.find("\n", start)
+        next_line = text[start:] if line_end < 0 else text[start:line_end]
+        return LocatedError(text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end),
+                            f"{what}: {describe(e.expected)}", last="{" in next_line or "}" in next_line)
     if isinstance(e, UnexpectedToken):
         return LocatedError(e.line, e.column, f"unexpected {describe_token(e.token)}: {describe(e.expected)}",
                             misplaced=True)
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         if char in "\"'":
+            if "\n" not in text[e.pos_in_stream:].rstrip():  # the string runs to the end: a truncated text
+                return LocatedError(*_end_of(text), f"unexpected end of text: the string opened at "
+                                    f"{e.line}:{e.column} is never closed", at_end=True)
             return LocatedError(e.line, e.column, "unterminated string: a string ends with its quote on the same line")
         return LocatedError(e.line, e.column, f"unexpected character {char!r}: {describe(e.allowed)}")
     return LocatedError(getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, "the text cannot be read here")

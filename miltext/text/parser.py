@@ -25,9 +25,11 @@ from .modelmil_words import looks_like_modelmil
 from .parse_errors import LocatedError, collect_errors, lark_error, source_line  # noqa: F401 - source_line is public here
 
 # coremltools' print writes strings and names raw: a string ends at a quote that a comma or a
-# closing bracket follows; a name runs up to the colon-space before its type.
+# closing bracket follows, and goes on over a line break unless the next line starts a statement
+# (an op's %name, a `}`), which a `)` left out before it would otherwise swallow; a name runs up
+# to the colon-space before its type.
 _RAW_OVERRIDES = r"""
-%override STRING: /"([^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"/ | /'([^'\\\n]|\\.)*'/
+%override STRING: /"([^"\n]|"(?![,)\]]|\s*\))|\n(?![ \t]*[%}]))*"(?=\s*[,)\]])|"[^"\n]*"/ | /'([^'\\\n]|\\.)*'/
 %override VAR: /%([^\s,()\[\]=:]|:(?!\s))+/
 %override ARG_REF: /[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*%([^\s,()\[\]=:]|:(?!\s))+/
 """
@@ -60,7 +62,7 @@ class _Parser:
         self.builder = _Builder(raw_strings=raw)
         self.tracker.builder = self.builder
         self.lark = Lark(text, parser="lalr", lexer="contextual", transformer=self.builder,
-                         postlex=self.tracker, maybe_placeholders=True, cache=cache_path("raw" if raw else "mil"))
+                         postlex=self.tracker, maybe_placeholders=True, cache=cache_path("raw" if raw else "mil", text))
         self.lock = threading.Lock()
 
     def parse(self, text: str):
