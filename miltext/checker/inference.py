@@ -85,9 +85,9 @@ class Verifier:
                for bindings in op.inputs.values() for b in bindings):
             return None                # an input of unknown type: nothing to check it with
         if op.type in ("cond", "while_loop"):
-            return self.control_flow(op, operands, variant)
+            return self.control_flow(op, operands)
         try:
-            signature.check(operands, variant, self.constant, ctx.from_print)
+            signature.check(operands, self.constant, ctx.from_print)
             for rule in rules_for(op.type):
                 rule(operands)
             types = self.infer(op, operands)
@@ -108,11 +108,11 @@ class Verifier:
         self.compare(op, types)
         return types
 
-    def control_flow(self, op, operands, variant):
+    def control_flow(self, op, operands):
         """cond and while_loop: their inputs are checked here, their blocks by the structure
         family; their types, when their blocks agree, go on to the ops after them."""
         try:
-            signature.check(operands, variant, self.constant, self.ctx.from_print)
+            signature.check(operands, self.constant, self.ctx.from_print)
             for rule in rules_for(op.type):
                 rule(operands)
         except Mistake as m:

@@ -55,7 +55,7 @@ class Operands:
         self.op, self.opset, self.scope = op, opset, scope
         self.block_outputs: list = []     # the output types of each nested block, in order
         self.output_values = None         # values of the outputs, when inference knows them
-        self._params = {p["name"]: p for p in (op_table.variant(op.type, opset) or {}).get("inputs", ())}
+        self._params = op_table.params(op.type, opset)
 
     def kind(self, key: str) -> str | None:
         """The op table's kind of input `key`: "tensor", "tuple", "list", ..."""
