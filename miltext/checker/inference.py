@@ -14,7 +14,7 @@ from .. import ops as op_table
 from ..infer import walk
 from ..infer import registry
 from ..infer.errors import InferenceError, Refused, Unsupported
-from ..ir import Value
+from ..ir import TensorType, Value
 from . import coremltools_words, signature
 from .compat import compatible, describe
 from .context import Context, var
@@ -120,10 +120,65 @@ class Verifier:
             return None
         except Unsupported:
             return None
+        if op.type == "cond":
+            self.cond_blocks(op, operands)
+        elif len(op.blocks) == 2:
+            self.loop_blocks(op, operands)
         try:
             return registry.native(op.type)[1](operands)
         except (InferenceError, Unsupported):
             return None
+
+    # The structure family compares declared types; these compare what only inference knows,
+    # the types of values the text leaves untyped (`%y = mul(...)` returned by a block).
+    def cond_blocks(self, op, operands) -> None:
+        branches = operands.block_outputs
+        if len(branches) != 2 or not all(len(b) == len(op.outputs) for b in branches):
+            return                     # the structure family reports it
+        for j, out in enumerate(op.outputs):
+            for block, types in zip(op.blocks, branches):
+                if self._declared(block, j) is None and out.type is not None \
+                        and not compatible(types[j], out.type):
+                    self.ctx.error("cond-structure", self._block_output(block, j),
+                                   f"{var(block.outputs[j])} is {describe(types[j])}, but the cond "
+                                   f"block must return {describe(out.type)} here")
+            if out.type is None and not compatible(branches[0][j], branches[1][j]) and (
+                    self._declared(op.blocks[0], j) is None or self._declared(op.blocks[1], j) is None):
+                self.ctx.error("cond-structure", self._block_output(op.blocks[1], j),
+                               f"the two blocks of this cond return {describe(branches[0][j])} and "
+                               f"{describe(branches[1][j])} as output {j}; they must return one type")
+
+    def loop_blocks(self, op, operands) -> None:
+        loop_vars = operands.types("loop_vars")
+        condition, body = op.blocks
+        for block in op.blocks:
+            if len(block.inputs) != len(loop_vars):
+                return                 # the structure family reports it
+        for i, b in enumerate(op.inputs.get("loop_vars", ())):
+            declared = self.ctx.binding_type(op, "loop_vars", i)
+            for v in (condition.inputs[i], body.inputs[i]):
+                if declared is None and not compatible(v.type, loop_vars[i]):
+                    self.ctx.error("while-loop-structure", v.loc, f"{var(v.name)} is "
+                                   f"{describe(v.type)}, but its loop variable is {describe(loop_vars[i])}")
+        outputs = operands.block_outputs
+        if len(outputs) == 2 and len(outputs[0]) == 1 and self._declared(condition, 0) is None:
+            got = outputs[0][0]
+            if isinstance(got, TensorType) and got.dtype != "bool":
+                self.ctx.error("while-loop-structure", self._block_output(condition, 0),
+                               f"the loop condition must return a bool, not {describe(got)}")
+        if len(outputs) == 2 and len(outputs[1]) == len(body.inputs):
+            for j, (got, v) in enumerate(zip(outputs[1], body.inputs)):
+                if self._declared(body, j) is None and not compatible(got, v.type):
+                    self.ctx.error("while-loop-structure", self._block_output(body, j),
+                                   f"{var(body.outputs[j])} is {describe(got)}, but the loop body "
+                                   f"must return {describe(v.type)} here")
+
+    def _declared(self, block, index: int):
+        target = self.ctx.target(block, None, index)
+        return target.type if target is not None else None
+
+    def _block_output(self, block, index: int):
+        return partial(self.ctx.where.block_output, block.loc, block.outputs[index])
 
     def infer(self, op, operands):
         found = registry.native(op.type)
