@@ -38,41 +38,45 @@ def check(ctx: Context) -> None:
 class Verifier:
     def __init__(self, ctx: Context):
         self.ctx = ctx
-        self.runtime: set = set()     # names of vars only known when the model runs
+        self.runtime: dict = {}       # id of a Scope -> names it defines known only at run time
+        self.scopes: list = []        # the Scopes seen, kept alive so their ids stay theirs
         self.coremltools = None       # whether coremltools is there (asked once, when needed)
         self.cache: dict = {}         # coremltools' answers, by what it was asked
 
     def run(self) -> None:
-        program = self.ctx.program
-        for fn in program.functions.values():
-            self.runtime.update(v.name for v in fn.inputs)
-        walk(program, self.visit)
+        walk(self.ctx.program, self.visit)
 
-    def constant(self, name: str) -> bool:
-        return name not in self.runtime
+    def _runtime_of(self, scope) -> set:
+        found = self.runtime.get(id(scope))
+        if found is None:   # first seen at its first op: all it holds is its inputs
+            found = self.runtime[id(scope)] = set(scope.types)
+            self.scopes.append(scope)
+        return found
+
+    def _is_runtime(self, name: str, scope) -> bool:
+        owner = scope.owner(name)
+        return owner is not None and name in self._runtime_of(owner)
 
     def visit(self, op, operands):
-        for inner in op.blocks:
-            self.runtime.update(v.name for v in inner.inputs)
+        scope = operands.scope
+        self._runtime_of(scope)
         if op.type == "const":
             val = op.attributes.get("val")
             return [val.type] if val is not None else None
         types = self.verify(op, operands)
         if op.type.startswith("constexpr_"):   # a weight, as coremltools counts consts
-            operands.scope.consts.update(v.name for v in op.outputs)
-        if self._computed(op, operands):
-            self.runtime.update(v.name for v in op.outputs)
+            scope.consts.update(v.name for v in op.outputs)
+        elif self._computed(op, operands):
+            self._runtime_of(scope).update(v.name for v in op.outputs)
         return types
 
     def _computed(self, op, operands) -> bool:
         """Whether the op's outputs are known only at run time: some input is, and inference
         does not know the value (coremltools counts a `shape` of a static tensor constant)."""
-        if op.type.startswith("constexpr_"):
-            return False
         if operands.output_values and all(v is not None for v in operands.output_values):
             return False
-        return any(isinstance(b, str) and b in self.runtime
-                   for bindings in op.inputs.values() for b in bindings) or bool(op.blocks)
+        return bool(op.blocks) or any(isinstance(b, str) and self._is_runtime(b, operands.scope)
+                                      for bindings in op.inputs.values() for b in bindings)
 
     def verify(self, op, operands):
         ctx = self.ctx
@@ -87,7 +91,7 @@ class Verifier:
         if op.type in ("cond", "while_loop"):
             return self.control_flow(op, operands)
         try:
-            signature.check(operands, self.constant, ctx.from_print)
+            signature.check(operands, partial(self._is_runtime, scope=operands.scope), ctx.from_print)
             for rule in rules_for(op.type):
                 rule(operands)
             types = self.infer(op, operands)
@@ -112,7 +116,7 @@ class Verifier:
         """cond and while_loop: their inputs are checked here, their blocks by the structure
         family; their types, when their blocks agree, go on to the ops after them."""
         try:
-            signature.check(operands, self.constant, self.ctx.from_print)
+            signature.check(operands, partial(self._is_runtime, scope=operands.scope), self.ctx.from_print)
             for rule in rules_for(op.type):
                 rule(operands)
         except Mistake as m:

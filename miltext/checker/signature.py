@@ -13,9 +13,9 @@ from .shapes import Mistake
 from .suggest import closest
 
 
-def check(ops, constant, from_print: bool) -> None:
-    """Raises Mistake for the first input of `ops` its op definition refuses. `constant(name)`
-    says whether a var is known at compile time."""
+def check(ops, computed, from_print: bool) -> None:
+    """Raises Mistake for the first input of `ops` its op definition refuses. `computed(name)`
+    says whether a var is known only when the model runs."""
     op = ops.op
     domains: dict = {}
     for key, tensor, allowed, domain, const, choices in _plan(op.type, ops.opset):
@@ -37,7 +37,7 @@ def check(ops, constant, from_print: bool) -> None:
                     domains.setdefault(domain, []).append((key, t.dtype))
         if const and key in op.inputs:
             for b in bindings:
-                if isinstance(b, str) and not constant(b):
+                if isinstance(b, str) and computed(b):
                     raise Mistake(key, f"input {key!r} of {op.type} must be known when the model is "
                                        f"compiled (a const or a literal), but %{b} is computed at run "
                                        "time", rule="const-input")

@@ -25,6 +25,10 @@ class Scope:
             s = s.parent
         return s
 
+    def owner(self, name: str):
+        """The scope that defines `name` for this one (it or an enclosing one), or None."""
+        return self._scope_of(name, "types")
+
     def type(self, name: str):
         s = self._scope_of(name, "types")
         return None if s is None else s.types[name]
