@@ -97,7 +97,7 @@ class Verifier:
             types = self.infer(op, operands)
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
-            return None
+            return m.meant
         except Refused as e:
             rule_key, message = coremltools_words.translate(op, operands, e.detail)
             self.report(op, "coremltools-inference", rule_key, message)

@@ -71,8 +71,12 @@ def _enum(ops, key: str, choices) -> None:
     hint = hint if hint in choices else closest(given, choices)
     mean = f"; did you mean \"{hint}\"?" if hint else ""
     what = "a dtype" if key.endswith("dtype") else f"a {key}"
+    meant = None
+    if hint and (ops.op.type, key) == ("cast", "dtype"):
+        x = ops.type("x")
+        meant = [TensorType(hint, x.shape)] if isinstance(x, TensorType) and x.rank is None else None
     raise Mistake(key, f"\"{given}\" is not {what} {ops.op.type} knows{mean} ({ops.op.type} takes "
-                       f"{_either(list(choices), quote=True)})", rule="enum-value")
+                       f"{_either(list(choices), quote=True)})", rule="enum-value", meant=meant)
 
 
 def _dtype_text(t: TensorType) -> str:
