@@ -14,7 +14,8 @@ from .. import ops as op_table
 from ..infer import walk
 from ..infer import registry
 from ..infer.errors import InferenceError, Refused, Unsupported
-from ..ir import TensorType, Value
+from .. import dtypes
+from ..ir import ListType, TensorType, Value
 from . import coremltools_words, signature
 from .compat import compatible, describe
 from .context import Context, var
@@ -107,8 +108,11 @@ class Verifier:
             return None
         except Unsupported:
             return None
-        if types is None:
-            return None
+        except _RULE_SLIPS:
+            return None                # a value of a form no rule expects (a list for an axis):
+            # the op is left unchecked rather than blamed for a rule's own gap
+        if types is None or not all(map(_well_formed, types)):
+            return None                # what a rule made of values of a form it does not expect
         self.compare(op, types)
         return types
 
@@ -122,7 +126,7 @@ class Verifier:
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
             return None
-        except Unsupported:
+        except (Unsupported, *_RULE_SLIPS):
             return None
         if op.type == "cond":
             self.cond_blocks(op, operands)
@@ -130,7 +134,7 @@ class Verifier:
             self.loop_blocks(op, operands)
         try:
             return registry.native(op.type)[1](operands)
-        except (InferenceError, Unsupported):
+        except (InferenceError, Unsupported, *_RULE_SLIPS):
             return None
 
     # The structure family compares declared types; these compare what only inference knows,
@@ -234,6 +238,18 @@ class Verifier:
         loc = partial(where.key, op.loc, key) if key is not None and where_has(op, key) \
             else partial(where.op_type, op.loc, op.type)
         self.ctx.error(rule, loc, message)
+
+
+def _well_formed(t) -> bool:
+    if isinstance(t, TensorType):
+        return isinstance(t.dtype, str) and t.dtype in dtypes.BY_NAME and all(
+            d is None or type(d) is int and d >= 0 for d in t.shape)
+    if isinstance(t, ListType):
+        return _well_formed(t.element) and (t.length is None or type(t.length) is int)
+    return t is not None
+
+
+_RULE_SLIPS = (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError)
 
 
 def where_has(op, key: str) -> bool:
