@@ -75,8 +75,10 @@ def _enum(ops, key: str, choices) -> None:
     if hint and (ops.op.type, key) == ("cast", "dtype"):
         x = ops.type("x")
         meant = [TensorType(hint, x.shape)] if isinstance(x, TensorType) and x.rank is None else None
+    takes = "a MIL dtype name: fp16, fp32, int32, bool, ..." if choices is enums.DTYPE_NAMES \
+        else _either(list(choices), quote=True)
     raise Mistake(key, f"\"{given}\" is not {what} {ops.op.type} knows{mean} ({ops.op.type} takes "
-                       f"{_either(list(choices), quote=True)})", rule="enum-value", meant=meant)
+                       f"{takes})", rule="enum-value", meant=meant)
 
 
 def _dtype_text(t: TensorType) -> str:
