@@ -15,7 +15,8 @@ from ..infer import walk
 from ..infer import registry
 from ..infer.errors import InferenceError, Refused, Unsupported
 from ..infer.symbols import concrete
-from ..ir import Value
+from .. import dtypes
+from ..ir import ListType, TensorType, Value
 from . import coremltools_words, signature
 from .compat import compatible, describe
 from .context import Context, var
@@ -39,41 +40,45 @@ def check(ctx: Context) -> None:
 class Verifier:
     def __init__(self, ctx: Context):
         self.ctx = ctx
-        self.runtime: set = set()     # names of vars only known when the model runs
+        self.runtime: dict = {}       # id of a Scope -> names it defines known only at run time
+        self.scopes: list = []        # the Scopes seen, kept alive so their ids stay theirs
         self.coremltools = None       # whether coremltools is there (asked once, when needed)
         self.cache: dict = {}         # coremltools' answers, by what it was asked
 
     def run(self) -> None:
-        program = self.ctx.program
-        for fn in program.functions.values():
-            self.runtime.update(v.name for v in fn.inputs)
-        walk(program, self.visit)
+        walk(self.ctx.program, self.visit)
 
-    def constant(self, name: str) -> bool:
-        return name not in self.runtime
+    def _runtime_of(self, scope) -> set:
+        found = self.runtime.get(id(scope))
+        if found is None:   # first seen at its first op: all it holds is its inputs
+            found = self.runtime[id(scope)] = set(scope.types)
+            self.scopes.append(scope)
+        return found
+
+    def _is_runtime(self, name: str, scope) -> bool:
+        owner = scope.owner(name)
+        return owner is not None and name in self._runtime_of(owner)
 
     def visit(self, op, operands):
-        for inner in op.blocks:
-            self.runtime.update(v.name for v in inner.inputs)
+        scope = operands.scope
+        self._runtime_of(scope)
         if op.type == "const":
             val = op.attributes.get("val")
             return [val.type] if val is not None else None
         types = self.verify(op, operands)
         if op.type.startswith("constexpr_"):   # a weight, as coremltools counts consts
-            operands.scope.consts.update(v.name for v in op.outputs)
-        if self._computed(op, operands):
-            self.runtime.update(v.name for v in op.outputs)
+            scope.consts.update(v.name for v in op.outputs)
+        elif self._computed(op, operands):
+            self._runtime_of(scope).update(v.name for v in op.outputs)
         return types
 
     def _computed(self, op, operands) -> bool:
         """Whether the op's outputs are known only at run time: some input is, and inference
         does not know the value (coremltools counts a `shape` of a static tensor constant)."""
-        if op.type.startswith("constexpr_"):
-            return False
         if operands.output_values and all(v is not None for v in operands.output_values):
             return False
-        return any(isinstance(b, str) and b in self.runtime
-                   for bindings in op.inputs.values() for b in bindings) or bool(op.blocks)
+        return bool(op.blocks) or any(isinstance(b, str) and self._is_runtime(b, operands.scope)
+                                      for bindings in op.inputs.values() for b in bindings)
 
     def verify(self, op, operands):
         ctx = self.ctx
@@ -86,15 +91,15 @@ class Verifier:
                for bindings in op.inputs.values() for b in bindings):
             return None                # an input of unknown type: nothing to check it with
         if op.type in ("cond", "while_loop"):
-            return self.control_flow(op, operands, variant)
+            return self.control_flow(op, operands)
         try:
-            signature.check(operands, variant, self.constant, ctx.from_print)
+            signature.check(operands, partial(self._is_runtime, scope=operands.scope), ctx.from_print)
             for rule in rules_for(op.type):
                 rule(Plain(operands))
             types = self.infer(op, operands)
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
-            return None
+            return m.meant
         except Refused as e:
             rule_key, message = coremltools_words.translate(op, operands, e.detail)
             self.report(op, "coremltools-inference", rule_key, message)
@@ -104,27 +109,85 @@ class Verifier:
             return None
         except Unsupported:
             return None
-        if types is None:
-            return None
+        except _RULE_SLIPS:
+            return None                # a value of a form no rule expects (a list for an axis):
+            # the op is left unchecked rather than blamed for a rule's own gap
+        if types is None or not all(map(_well_formed, types)):
+            return None                # what a rule made of values of a form it does not expect
         self.compare(op, types)
         return types
 
-    def control_flow(self, op, operands, variant):
+    def control_flow(self, op, operands):
         """cond and while_loop: their inputs are checked here, their blocks by the structure
         family; their types, when their blocks agree, go on to the ops after them."""
         try:
-            signature.check(operands, variant, self.constant, self.ctx.from_print)
+            signature.check(operands, partial(self._is_runtime, scope=operands.scope), self.ctx.from_print)
             for rule in rules_for(op.type):
                 rule(Plain(operands))
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
             return None
-        except Unsupported:
+        except (Unsupported, *_RULE_SLIPS):
             return None
+        if op.type == "cond":
+            self.cond_blocks(op, operands)
+        elif len(op.blocks) == 2:
+            self.loop_blocks(op, operands)
         try:
             return registry.native(op.type)[1](operands)
-        except (InferenceError, Unsupported):
+        except (InferenceError, Unsupported, *_RULE_SLIPS):
             return None
+
+    # The structure family compares declared types; these compare what only inference knows,
+    # the types of values the text leaves untyped (`%y = mul(...)` returned by a block).
+    def cond_blocks(self, op, operands) -> None:
+        branches = operands.block_outputs
+        if len(branches) != 2 or not all(len(b) == len(op.outputs) for b in branches):
+            return                     # the structure family reports it
+        for j, out in enumerate(op.outputs):
+            for block, types in zip(op.blocks, branches):
+                if self._declared(block, j) is None and out.type is not None \
+                        and not compatible(types[j], out.type):
+                    self.ctx.error("cond-structure", self._block_output(block, j),
+                                   f"{var(block.outputs[j])} is {describe(types[j])}, but the cond "
+                                   f"block must return {describe(out.type)} here")
+            if out.type is None and not compatible(branches[0][j], branches[1][j]) and (
+                    self._declared(op.blocks[0], j) is None or self._declared(op.blocks[1], j) is None):
+                self.ctx.error("cond-structure", self._block_output(op.blocks[1], j),
+                               f"the two blocks of this cond return {describe(branches[0][j])} and "
+                               f"{describe(branches[1][j])} as output {j}; they must return one type")
+
+    def loop_blocks(self, op, operands) -> None:
+        loop_vars = operands.types("loop_vars")
+        condition, body = op.blocks
+        for block in op.blocks:
+            if len(block.inputs) != len(loop_vars):
+                return                 # the structure family reports it
+        for i, b in enumerate(op.inputs.get("loop_vars", ())):
+            declared = self.ctx.binding_type(op, "loop_vars", i)
+            for v in (condition.inputs[i], body.inputs[i]):
+                if declared is None and not compatible(v.type, loop_vars[i]):
+                    self.ctx.error("while-loop-structure", v.loc, f"{var(v.name)} is "
+                                   f"{describe(v.type)}, but its loop variable is {describe(loop_vars[i])}")
+        outputs = operands.block_outputs
+        if len(outputs) == 2 and len(outputs[0]) == 1 and self._declared(condition, 0) is None:
+            got = outputs[0][0]
+            if isinstance(got, TensorType) and got.dtype != "bool":
+                self.ctx.error("while-loop-structure", self._block_output(condition, 0),
+                               f"the loop condition must return a bool, not {describe(got)}")
+        if len(outputs) == 2 and len(outputs[1]) == len(body.inputs):
+            for j, (got, v) in enumerate(zip(outputs[1], body.inputs)):
+                if self._declared(body, j) is None and not compatible(got, v.type):
+                    self.ctx.error("while-loop-structure", self._block_output(body, j),
+                                   f"{var(body.outputs[j])} is {describe(got)}, but the loop body "
+                                   f"must return {describe(v.type)} here")
+
+    def _declared(self, block, index: int):
+        target = self.ctx.target(block, None, index)
+        return target.type if target is not None else None
+
+    def _block_output(self, block, index: int):
+        return partial(self.ctx.where.block_output, block.loc, block.outputs[index])
 
     def infer(self, op, operands):
         found = registry.native(op.type)
@@ -177,6 +240,18 @@ class Verifier:
         loc = partial(where.key, op.loc, key) if key is not None and where_has(op, key) \
             else partial(where.op_type, op.loc, op.type)
         self.ctx.error(rule, loc, message)
+
+
+def _well_formed(t) -> bool:
+    if isinstance(t, TensorType):
+        return isinstance(t.dtype, str) and t.dtype in dtypes.BY_NAME and all(
+            d is None or type(d) is int and d >= 0 for d in t.shape)
+    if isinstance(t, ListType):
+        return _well_formed(t.element) and (t.length is None or type(t.length) is int)
+    return t is not None
+
+
+_RULE_SLIPS = (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError)
 
 
 def where_has(op, key: str) -> bool:

@@ -1,43 +1,46 @@
 """An op's inputs against its definition in the op table, with the types inference gives them
 (declared or not): each of a dtype the op takes, the inputs of one type domain of one dtype,
-the inputs it needs constant constant, its string inputs among the strings it knows."""
+the inputs it needs constant known at compile time, its string inputs among the strings it knows."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .. import dtypes
+from .. import ops as op_table
 from ..ir import TensorType, Value
 from . import enums
 from .shapes import Mistake
 from .suggest import closest
 
 
-def check(ops, variant: dict, constant, from_print: bool) -> None:
-    """Raises Mistake for the first input of `ops` that its `variant` refuses. `constant(name)`
-    says whether a var is known at compile time."""
+def check(ops, computed, from_print: bool) -> None:
+    """Raises Mistake for the first input of `ops` its op definition refuses. `computed(name)`
+    says whether a var is known only when the model runs."""
     op = ops.op
     domains: dict = {}
-    for p in variant["inputs"]:
-        key = p["name"]
-        if not ops.has(key):
-            continue
-        bindings = op.inputs.get(key) or [op.attributes[key]]
-        types = ops.types(key)
-        if p["kind"] == "tensor":
-            for b, t in zip(bindings, types):
-                if not isinstance(t, TensorType):
+    for key, tensor, allowed, domain, const, choices in _plan(op.type, ops.opset):
+        bindings = op.inputs.get(key)
+        if bindings is None:
+            if key not in op.attributes:
+                continue
+            bindings = [op.attributes[key]]
+        if tensor:
+            for b in bindings:
+                t = ops.scope.type(b) if isinstance(b, str) else b.type if b is not None else None
+                if t.__class__ is not TensorType:
                     continue
                 guessed = from_print and isinstance(b, Value)
-                if p["dtypes"] and t.dtype not in p["dtypes"] and not (guessed and _same_family(t.dtype, p["dtypes"])):
+                if allowed and t.dtype not in allowed and not (guessed and _same_family(t.dtype, allowed)):
                     raise Mistake(key, f"input {key!r} of {op.type} is {_dtype_text(t)}; {op.type} takes "
-                                       f"{_either(p['dtypes'])} there", rule="input-dtype")
-                if p.get("domain") and not guessed:
-                    domains.setdefault(p["domain"], []).append((key, t.dtype))
-        if p["const"] and key in op.inputs:
-            for b in op.inputs[key]:
-                if isinstance(b, str) and not constant(b):
+                                       f"{_either(allowed)} there", rule="input-dtype")
+                if domain and not guessed:
+                    domains.setdefault(domain, []).append((key, t.dtype))
+        if const and key in op.inputs:
+            for b in bindings:
+                if isinstance(b, str) and computed(b):
                     raise Mistake(key, f"input {key!r} of {op.type} must be known when the model is "
                                        f"compiled (a const or a literal), but %{b} is computed at run "
                                        "time", rule="const-input")
-        choices = enums.allowed(op.type, key, ops.opset)
         if choices is not None:
             _enum(ops, key, choices)
     for domain, found in domains.items():
@@ -46,6 +49,15 @@ def check(ops, variant: dict, constant, from_print: bool) -> None:
             if dtype != first:
                 raise Mistake(key, f"{op.type} takes {first_key} and {key} of one dtype, but {first_key} "
                                    f"is {first} and {key} is {dtype}", rule="operand-dtypes")
+
+
+@lru_cache(maxsize=None)
+def _plan(op_type: str, opset: str) -> tuple:
+    """What to check of each input: (name, is a tensor, dtypes allowed, type domain, must be
+    const, strings allowed)."""
+    return tuple((p["name"], p["kind"] == "tensor", p["dtypes"], p.get("domain"), p["const"],
+                  enums.allowed(op_type, p["name"], opset))
+                 for p in op_table.params(op_type, opset).values())
 
 
 def _enum(ops, key: str, choices) -> None:
@@ -59,8 +71,14 @@ def _enum(ops, key: str, choices) -> None:
     hint = hint if hint in choices else closest(given, choices)
     mean = f"; did you mean \"{hint}\"?" if hint else ""
     what = "a dtype" if key.endswith("dtype") else f"a {key}"
+    meant = None
+    if hint and (ops.op.type, key) == ("cast", "dtype"):
+        x = ops.type("x")
+        meant = [TensorType(hint, x.shape)] if isinstance(x, TensorType) and x.rank is None else None
+    takes = "a MIL dtype name: fp16, fp32, int32, bool, ..." if choices is enums.DTYPE_NAMES \
+        else _either(list(choices), quote=True)
     raise Mistake(key, f"\"{given}\" is not {what} {ops.op.type} knows{mean} ({ops.op.type} takes "
-                       f"{_either(list(choices), quote=True)})", rule="enum-value")
+                       f"{takes})", rule="enum-value", meant=meant)
 
 
 def _dtype_text(t: TensorType) -> str:

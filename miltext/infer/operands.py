@@ -26,6 +26,10 @@ class Scope:
             s = s.parent
         return s
 
+    def owner(self, name: str):
+        """The scope that defines `name` for this one (it or an enclosing one), or None."""
+        return self._scope_of(name, "types")
+
     def type(self, name: str):
         s = self._scope_of(name, "types")
         return None if s is None else s.types[name]
@@ -56,7 +60,7 @@ class Operands:
         self.op, self.opset, self.scope = op, opset, scope
         self.block_outputs: list = []     # the output types of each nested block, in order
         self.output_values = None         # values of the outputs, when inference knows them
-        self._params = {p["name"]: p for p in (op_table.variant(op.type, opset) or {}).get("inputs", ())}
+        self._params = op_table.params(op.type, opset)
 
     def kind(self, key: str) -> str | None:
         """The op table's kind of input `key`: "tensor", "tuple", "list", ..."""

@@ -170,8 +170,13 @@ def gather_along_axis(ops):
     if len(indices.shape) != len(x.shape):
         raise Mistake("indices", f"indices {shown(indices)} must have the rank of x {shown(x)}")
     a = axis_in(ops, "axis", len(x.shape), default=0)
-    if a is not None:
-        _indices_inside(ops, x.shape[a], a)
+    if a is None:
+        return
+    for d, (n, m) in enumerate(zip(x.shape, indices.shape)):
+        if d != a and n is not None and m is not None and n != m:
+            raise Mistake("indices", f"indices {shown(indices)} must have the sizes of x {shown(x)} "
+                                     f"in every dim but the axis ({a}); dim {d} is {m}, not {n}")
+    _indices_inside(ops, x.shape[a], a)
 
 
 def _indices_inside(ops, size, a: int) -> None:
