@@ -158,3 +158,18 @@ def test_a_corpus_program_built_from_its_text_loads_or_is_refused_at_a_line(prog
     else:
         assert re.match(rf"{re.escape(str(source))}(:\d+:\d+)?: error: ", err), err
         assert not (tmp_path / "m.mlpackage").exists()
+
+
+def test_the_readmes_mistake_gets_the_diagnostic_it_shows(tmp_path, monkeypatch, capsys):
+    from test_docs import README, _blocks
+    blocks = _blocks(README)
+    (index, (_, _, source, mark)), = [(i, b) for i, b in enumerate(blocks) if b[3].startswith("mistake:")]
+    name = mark.split(":", 1)[1].strip()
+    shown = blocks[index + 1][2]
+    command_line, expected = shown.split("\n", 1)
+    assert command_line == f"$ miltext build {name} -o tiny.mlpackage"
+    (tmp_path / name).write_text(source, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert command(capsys, "build", name, "-o", "tiny.mlpackage") == (1, "", expected)
+    status, out, _ = command(capsys, "check", name)
+    assert status == 1 and expected.startswith(out)
