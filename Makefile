@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/review_diff.py
 	$(BIN)/python bench/textconv_startup.py
+	$(BIN)/python bench/verify.py
 
 conformance: $(STAMP)
 	$(BIN)/python ../shared/conformance/check.py

@@ -64,8 +64,15 @@ def test_unpack_again_replaces_an_earlier_unpack_but_nothing_else(tmp_path):
     unpack(PACKAGES[0], str(folder))
     unpack(SOME[0], str(folder))                                 # an earlier unpack: replaced
     assert (folder / "model.mil").read_text(encoding="utf-8") == model_text(read_model(SOME[0]))
+    before = (folder / "model.mil").read_bytes()
+    result = run("unpack", SOME[1], "dir", cwd=tmp_path)                # the command asks first
+    assert_clean_failure(result)
+    assert "dir: error: not empty; unpack into a new or empty folder (--force replaces" in result.stderr
+    assert (folder / "model.mil").read_bytes() == before
+    assert run("unpack", "--force", SOME[1], "dir", cwd=tmp_path).returncode == 0
+    assert (folder / "model.mil").read_text(encoding="utf-8") == model_text(read_model(SOME[1]))
     (folder / "notes.txt").write_text("mine")
-    result = run("unpack", SOME[1], "dir", cwd=tmp_path)
+    result = run("unpack", "--force", SOME[1], "dir", cwd=tmp_path)
     assert_clean_failure(result)
     assert "holds other files than model.mil and weights/ (notes.txt)" in result.stderr
     assert (folder / "notes.txt").read_text() == "mine"

@@ -71,7 +71,10 @@ class Analysis:
         check = getattr(miltext, "check", None)
         if check is None:
             return []
-        if "source" in inspect.signature(check).parameters:  # then it places carets exactly
+        parameters = inspect.signature(check).parameters
+        if "section" in parameters:  # then the model section is checked against the program too
+            return check(self.program, source=self.source.text, section=self.model.section)
+        if "source" in parameters:  # then it places carets exactly
             return check(self.program, source=self.source.text)
         return check(self.program)
 

@@ -53,6 +53,11 @@ def read_model(path: str, progress=None) -> Model:
     return model
 
 
+def display_name(path: str) -> str:
+    """What messages call the file `path` names."""
+    return STDIN_NAME if path == STDIN else path
+
+
 def _text_size(path: str, kind) -> int:
     """The size of the text `path` holds (0 when it is not text, or not a plain file)."""
     if kind in (PACKAGE, MLMODEL, PROGRAM) or path == STDIN:
