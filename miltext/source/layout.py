@@ -53,9 +53,11 @@ def op_text(op, column: int, numbers: bool, wraps: bool, inside=None) -> str:
         text, broken = _lay_out(head + ", ".join(t for _, t in args) + tail, policy.found, column, call)
     else:  # each argument from the call's column on; the comments added after, as they are
         laid = [_lay_out(t, policy.found, call, call) for _, t in args]
-        broken = any(b for _, b in laid)
         text = head + one_per_line([t for t, _ in laid], [inside.after.get(k) for k, _ in args],
-                                   inside.before, " " * call) + tail
+                                   inside.before, " " * call)
+        tail, tail_broken = _lay_out(tail, policy.found, _column_after(text, column), call)
+        broken = tail_broken or any(b for _, b in laid)
+        text += tail
     if broken and not wraps:
         return op_text(op, column, numbers, True, inside)
     return text
@@ -102,8 +104,13 @@ def _lay_out(text: str, found: list, column: int, call: int) -> tuple[str, bool]
                 part = part[:m.end() - 1].rstrip() + "\n" + " " * call + part[m.end():]
             after_break = False
         out.append(part)
-        column = len(part) - part.rfind("\n") - 1 if "\n" in part else column + len(part)
+        column = _column_after(part, column)
     return "".join(out), broken
+
+
+def _column_after(text: str, column: int) -> int:
+    """The column after `text`, written from `column` on."""
+    return len(text) - text.rfind("\n") - 1 if "\n" in text else column + len(text)
 
 
 def rows(scalars: list, shape: tuple, column: int) -> str:
