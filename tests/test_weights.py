@@ -177,8 +177,8 @@ def test_describe_lists_blobs_with_digests(small):
     text = describe(small)
     assert text.splitlines() == [
         f"# weight file: 2 blobs, {len(data)} bytes (blob storage v2)",
-        f"blob(64): 10 x fp16, 20 bytes, sha256:{hashlib.sha256(data[128:148]).hexdigest()[:8]}",
-        f"blob(192): 5 x int8, 5 bytes, sha256:{hashlib.sha256(data[256:261]).hexdigest()[:8]}"]
+        f"blob: 10 x fp16, 20 bytes, sha256:{hashlib.sha256(data[128:148]).hexdigest()[:8]}",
+        f"blob: 5 x int8, 5 bytes, sha256:{hashlib.sha256(data[256:261]).hexdigest()[:8]}"]
 
 
 def test_writer_leaves_nothing_when_it_fails(tmp_path):

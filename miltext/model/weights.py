@@ -26,6 +26,8 @@ SENTINEL = 0xDEADBEEF
 VERSION = 2
 _HEADER = struct.Struct("<II56x")           # count, version, reserved
 _RECORD = struct.Struct("<IIQQQ32x")        # sentinel, dtype, size, data offset, padding bits, reserved
+HEADER_SIZE = _HEADER.size                  # where the first blob's record is
+RECORD_SIZE = _RECORD.size
 
 # MILBlob's BlobDataType codes (not MIL.proto's DataType codes).
 BLOB_CODES = {"fp16": 1, "fp32": 2, "uint8": 3, "int8": 4, "bf16": 5, "int16": 6, "uint16": 7,
@@ -229,11 +231,13 @@ def is_weight_file(path: str) -> bool:
 
 
 def describe(path) -> str:
-    """A weight file as text, one line per blob with its dtype, size and digest."""
+    """A weight file as text, one line per blob in file order with its dtype, size and digest.
+    No offsets: each follows from the blobs before it, and a blob inserted or removed then
+    changes its own line only (the digests match those `print --weight-digests` shows)."""
     with WeightReader(path) as reader:
         lines = [f"# weight file: {reader.count} blobs, {reader.file_size} bytes (blob storage v{VERSION})"]
         for info in reader.blobs():
-            lines.append(f"blob({info.offset}): {info.count} x {info.dtype}, {info.size} bytes, "
+            lines.append(f"blob: {info.count} x {info.dtype}, {info.size} bytes, "
                          f"sha256:{reader.digest(info.offset)}")
     return "\n".join(lines) + "\n"
 
