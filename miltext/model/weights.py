@@ -171,12 +171,24 @@ class WeightWriter:
     """Writes a weight file blob by blob; the file appears (atomically) when the writer closes
     without an error."""
 
-    def __init__(self, path):
+    def __init__(self, path, base=None):
+        """`base`: a weight file whose blobs the new one starts with, at the same offsets."""
         self._context = atomic_file(path)
         self._file = self._context.__enter__()
-        self._file.write(bytes(_HEADER.size))
-        self._end = _HEADER.size
-        self.count = 0
+        try:
+            if base is None:
+                self._file.write(bytes(_HEADER.size))
+                self._end, self.count = _HEADER.size, 0
+            else:
+                with WeightReader(base) as reader:
+                    self.count = reader.count
+                    reader._file.seek(0)
+                    while chunk := reader._file.read(_CHUNK):
+                        self._file.write(chunk)
+                self._end = self._file.tell()
+        except BaseException as e:
+            self._context.__exit__(type(e), e, e.__traceback__)
+            raise
 
     def __enter__(self):
         return self
@@ -198,11 +210,23 @@ class WeightWriter:
 
     def add_packed(self, dtype: str, raw: bytes, padding_bits: int = 0) -> int:
         """Append already packed data; returns its offset."""
+        return self.add_stream(dtype, len(raw), padding_bits, [raw])
+
+    def add_stream(self, dtype: str, size: int, padding_bits: int, chunks, progress=None) -> int:
+        """Append a blob of `size` bytes of packed data given piece by piece (`chunks`), so
+        that no more than a piece is ever in memory; returns its offset."""
         offset = align(self._end)
         self._file.write(bytes(offset - self._end))
-        self._file.write(_RECORD.pack(SENTINEL, BLOB_CODES[dtype], len(raw), offset + _RECORD.size, padding_bits))
-        self._file.write(raw)
-        self._end = offset + _RECORD.size + len(raw)
+        self._file.write(_RECORD.pack(SENTINEL, BLOB_CODES[dtype], size, offset + _RECORD.size, padding_bits))
+        written = 0
+        for chunk in chunks:
+            self._file.write(chunk)
+            written += len(chunk)
+            if progress is not None:
+                progress.advance(len(chunk), "weights")
+        if written != size:
+            raise ValueError(f"a {dtype} blob of {size} bytes was given {written}")
+        self._end = offset + _RECORD.size + size
         self.count += 1
         return offset
 
