@@ -81,7 +81,8 @@ class WeightRef:
     path: str
     tensor: str | None = None     # the tensor's name in a safetensors file
     source_dtype: str | None = None
-    loc: tuple | None = field(default=None, compare=False)   # (line, column) in the text
+    loc: tuple | None = field(default=None, compare=False)   # (line, column) of the path in the text
+    tensor_loc: tuple | None = field(default=None, compare=False)   # and of the tensor name
 
 
 @dataclass(eq=True, slots=True)

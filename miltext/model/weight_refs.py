@@ -78,7 +78,7 @@ def read_header(ref: WeightRef, folder: str | None) -> TensorHeader:
             names = sorted(f.keys())
             near = difflib.get_close_matches(ref.tensor, names, n=3)
             hint = f"; it has {', '.join(near)}" if near else f" (it has {len(names)} tensors)"
-            raise WeightRefError(f"{ref.path} has no tensor {ref.tensor!r}{hint}", ref.loc)
+            raise WeightRefError(f"{ref.path} has no tensor {ref.tensor!r}{hint}", ref.tensor_loc or ref.loc)
         tensor = f.get_slice(ref.tensor)
         name = tensor.get_dtype()
         return TensorHeader(tuple(tensor.get_shape()), SAFETENSORS_DTYPES.get(name, name))

@@ -374,7 +374,6 @@ class _Builder(Transformer):
             cut = text.index(")") + 1  # (64, 8, fp16)(blob(64)) or (64, 8, fp16)(blob)
             if text.endswith("(blob)"):
                 data = self.implied_blob([None])
-                data.data.pos = (line, column + cut + 1)
             else:
                 data = self.blob([None, Token("SIGNED_INT", text[cut + 6:-2], line=line, column=column + cut + 6)])
             return self.simple_typed_value([Token("TENSOR_TYPE", text[:cut], line=line, column=column),
@@ -728,7 +727,7 @@ class _Builder(Transformer):
         (file_tok,) = items
         self.implied_blobs = True
         blob = _ImpliedBlob(None) if file_tok is None else _ImpliedBlob(None, self._text(file_tok))
-        blob.pos = _pos(file_tok) if file_tok is not None else _pos(self.current) if self.current is not None else None
+        blob.pos = _pos(file_tok) if file_tok is not None else None   # None: its op's place
         return prepared(blob)
 
     def npy_ref(self, items):
@@ -738,7 +737,7 @@ class _Builder(Transformer):
     def safetensors_ref(self, items):
         path, tensor, key, dtype = items
         return prepared(WeightRef("safetensors", self._text(path), self._text(tensor),
-                                  self._from(key, dtype, "safetensors"), loc=_pos(path)))
+                                  self._from(key, dtype, "safetensors"), loc=_pos(path), tensor_loc=_pos(tensor)))
 
     def _from(self, key, dtype, what: str) -> str | None:
         """`from=DTYPE`: the dtype of the file's tensor, cast to the declared one."""
