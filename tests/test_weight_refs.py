@@ -242,3 +242,28 @@ def test_a_blob_after_one_of_unknown_size_needs_its_offset():
     with pytest.raises(miltext.ParseError) as e:
         miltext.loads(text)
     assert (e.value.line, e.value.column) == (4, 5) and "write the offset, blob(N)" in str(e.value)
+
+
+# ---- the Llama example ----------------------------------------------------------------------------
+
+def test_the_llama_example_builds_from_its_checkpoint(tmp_path):
+    """examples/llama: its script makes a random checkpoint, and decoder.mil builds from it."""
+    import importlib.util
+    import shutil
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "llama")
+    spec = importlib.util.spec_from_file_location("make_checkpoint", os.path.join(folder, "make_checkpoint.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.main(str(tmp_path))
+    shutil.copy(os.path.join(folder, "decoder.mil"), tmp_path / "decoder.mil")
+    assert run("check", "decoder.mil", cwd=tmp_path).returncode == 0
+    result = run("build", "decoder.mil", "-o", "Decoder.mlpackage", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    prog = coremltools_program(str(tmp_path / "Decoder.mlpackage"))
+    consts = {op.name: op.val.val for op in prog.functions["main"].find_ops(op_type="const")}
+    tensors = script.weights()
+    assert np.array_equal(consts["embed"], tensors["model.embed_tokens.weight"].astype(np.float16))
+    assert np.array_equal(consts["l1_wd"], tensors["model.layers.1.mlp.down_proj.weight"].astype(np.float16))
+    assert np.array_equal(consts["mask"], np.load(tmp_path / "causal_mask.npy"))
+    output = prog.functions["main"].outputs[0]
+    assert output.name == "logits" and output.shape == (1, script.SEQ, script.VOCAB)
