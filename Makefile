@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/model_files.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/weights_ref.py
 
 conformance: $(STAMP)
 	$(BIN)/python ../shared/conformance/check.py

@@ -261,7 +261,8 @@ def encoded(ref: WeightRef, folder: str | None, header: TensorHeader, target: st
 def _converted(ref: WeightRef, flat: np.ndarray, source: str, dt) -> np.ndarray:
     """`flat` as dt.numpy: floats rounded, integers checked to fit."""
     if dt.kind == "float":
-        return flat.astype(np.float64 if flat.dtype == np.float64 else np.float32).astype(dt.numpy)
+        wide = flat.astype(np.float64 if flat.dtype == np.float64 else np.float32, copy=False)
+        return wide.astype(dt.numpy, copy=False)
     if flat.size:
         low, high = dtypes_range(dt)
         if flat.min() < low or flat.max() > high:
