@@ -267,3 +267,13 @@ def test_the_llama_example_builds_from_its_checkpoint(tmp_path):
     assert np.array_equal(consts["mask"], np.load(tmp_path / "causal_mask.npy"))
     output = prog.functions["main"].outputs[0]
     assert output.name == "logits" and output.shape == (1, script.SEQ, script.VOCAB)
+
+
+def test_the_python_example_of_docs_weights_runs(tmp_path, monkeypatch):
+    """docs/weights.md's Python block, run as it is."""
+    doc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "weights.md")
+    with open(doc, encoding="utf-8") as f:
+        code = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/weights.md", "exec"), {})
+    assert (tmp_path / "MLP.mlpackage").is_dir() and (tmp_path / "more.bin").is_file()

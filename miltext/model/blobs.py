@@ -161,3 +161,32 @@ def weights_present(program, folder: str | None) -> bool:
     if refs and folder is None:
         return False
     return all(os.path.isfile(blob_path(folder, f)) for f in {r.blob.file for r in refs})
+
+
+def replace_const(path: str, name: str, values) -> None:
+    """Give the const op `name` of the model at `path` (a `.mil` file with its weights folder,
+    or an `.mlpackage`) new values of its dtype and shape, in its weight file, in place."""
+    from .io import read_model
+    from .weights import replace_blob
+    model = read_model(path)
+    for op in _ops(model.program):
+        label = op.attributes.get("name")
+        val = op.attributes.get("val")
+        if op.type == "const" and label is not None and label.data is not None and \
+                list(getattr(label.data, "values", [])) == [name] and val is not None:
+            if not isinstance(val.data, Blob):
+                raise ValueError(f"{path}: const {name!r} is not in a weight file")
+            replace_blob(blob_path(model.folder, val.data.file), val.data.offset, values)
+            return
+    raise KeyError(f"{path}: no const named {name!r}")
+
+
+def _ops(program):
+    def block_ops(block):
+        for op in block.operations:
+            yield op
+            for inner in op.blocks:
+                yield from block_ops(inner)
+    for fn in program.functions.values():
+        for block in fn.blocks.values():
+            yield from block_ops(block)
