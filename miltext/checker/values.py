@@ -180,10 +180,10 @@ class _Values:
             self.ctx.error("blob-mismatch", loc, f"the blob at offset {blob.offset} holds {record.dtype} "
                            f"data, but the value is {describe(t)}")
             return
-        count, bits = t.element_count, dtypes.by_name(t.dtype).bits
-        if count is not None and record.count(bits) != count:
+        count = t.element_count
+        if count is not None and record.count != count:
             self.ctx.error("blob-mismatch", loc, f"the blob at offset {blob.offset} holds "
-                           f"{record.count(bits)} elements, but {describe(t)} holds {count}")
+                           f"{record.count} elements, but {describe(t)} holds {count}")
 
 
 _DATA_WORDS = {"TensorData": "tensor data", "ListData": "a list", "TupleData": "a tuple",

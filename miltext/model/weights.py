@@ -39,7 +39,12 @@ _CHUNK = 1 << 24   # bytes read at a time from large blobs
 
 
 class WeightFileError(InputError):
-    """A weight file, or a blob in it, that is not what blob storage v2 says it must be."""
+    """A weight file, or a blob in it, that is not what blob storage v2 says it must be.
+    `reason` is the message without the file's path (the checker names the file itself)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 @dataclass(frozen=True)
@@ -69,10 +74,15 @@ class WeightReader:
         self._file = open_regular(self.path, "weight file")
         try:
             self.file_size = os.fstat(self._file.fileno()).st_size
-            header = self._read(0, _HEADER.size, "the header")
-            self.count, version = _HEADER.unpack(header)
+            if self.file_size < _HEADER.size:
+                raise WeightFileError(f"{self.path} is not a weight file (blob storage version {VERSION}): "
+                                      f"it has {self.file_size} bytes, less than a header",
+                                      f"{self.name} is not a weight file (blob storage version {VERSION})")
+            self.count, version = _HEADER.unpack(self._read(0, _HEADER.size, "the header"))
             if version != VERSION:
-                raise self.error(f"weight file version {version}; only version {VERSION} is known")
+                raise WeightFileError(f"{self.path} is not a weight file: weight file version {version}; only "
+                                      f"version {VERSION} is known",
+                                      f"{self.name} is not a weight file (blob storage version {VERSION})")
         except BaseException:
             self._file.close()
             raise
@@ -86,8 +96,12 @@ class WeightReader:
     def close(self) -> None:
         self._file.close()
 
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
     def error(self, message: str) -> WeightFileError:
-        return WeightFileError(f"{self.path}: {message}")
+        return WeightFileError(f"{self.path}: {message}", message)
 
     def _read(self, offset: int, size: int, what: str) -> bytes:
         if offset + size > self.file_size:
@@ -98,12 +112,13 @@ class WeightReader:
 
     def info(self, offset: int) -> BlobInfo:
         """The checked metadata record at `offset`."""
-        if offset < _HEADER.size or offset >= self.file_size:
-            where = "inside the header" if offset < _HEADER.size else f"past the end ({self.file_size} bytes)"
-            raise self.error(f"blob offset {offset} is {where}")
+        if offset < _HEADER.size:
+            raise self.error(f"offset {offset} is inside the header of {self.name}")
+        if offset + _RECORD.size > self.file_size:
+            raise self.error(f"offset {offset} is past the end of {self.name} ({self.file_size} bytes)")
         sentinel, code, size, data_offset, padding = _RECORD.unpack(self._read(offset, _RECORD.size, f"blob {offset}"))
         if sentinel != SENTINEL:
-            raise self.error(f"no blob at offset {offset}: bad sentinel 0x{sentinel:08x} "
+            raise self.error(f"no blob starts at offset {offset} of {self.name}: bad sentinel 0x{sentinel:08x} "
                              f"(a record starts with 0x{SENTINEL:08X})")
         name = _DTYPE_OF_CODE.get(code)
         if name is None:
