@@ -13,7 +13,7 @@ NODE_STAMP := $(NODE_TEST)/node_modules/.installed
 $(STAMP): pyproject.toml miltext/text/_fastprint.c miltext/proto/_fastencode.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments]'
+	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments,weights]'
 	touch $(STAMP)
 
 # Print an example model as canonical text, build it into an .mlpackage (binary protobuf and
@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/review_diff.py
 	$(BIN)/python bench/textconv_startup.py
 	$(BIN)/python bench/verify.py
+	$(BIN)/python bench/weights_ref.py
 
 conformance: $(STAMP)
 	$(BIN)/python ../shared/conformance/check.py

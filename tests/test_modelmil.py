@@ -586,7 +586,7 @@ def test_cli_reads_a_compiled_model_folder(tmp_path):
     result = run("print", name, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == miltext.dumps(miltext.loads(text))
-    assert "blob(64)" in result.stdout  # weights stay references
+    assert "(blob)" in result.stdout  # weights stay references
     result = run("print", "--dialect", "modelmil", name, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == text

@@ -59,6 +59,7 @@ def test_random_programs_read_the_same_without_shortcuts(program):
 
 @pytest.mark.parametrize("argument", [
     "y=(2, fp16)(blob(64))",        # a weight in the weight file, as every converted model has
+    "y=(2, fp16)(blob)",            # the same, at the offset the weight file's layout implies
     "y=fp16([1.0, 2.0])",           # a literal of another dtype than its default
     "y=uint8(3)",
     "values=(%x, %x)",              # a group of references (concat, stack)

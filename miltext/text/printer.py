@@ -15,9 +15,9 @@ from .. import dtypes, ops, packing
 from ..bulk import bulk
 from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
-                  UnknownType, Value)
+                  UnknownType, Value, WeightRef)
 from ..ir.values import DEFAULT_WEIGHT_FILE, decode_tensor
-from . import lexemes
+from . import blob_layout, lexemes
 
 INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, larger as b64
 INDENT = "  "
@@ -27,12 +27,15 @@ _NO_CONTEXT = object()
 # numbers past INLINE_LIMIT too, and nested lists that the layout may break into rows.
 AUTHORED = ContextVar("authored_literals", default=None)
 
-
 def print_program(program, notes=None) -> str:
     """The canonical text; with `notes` (a miltext.source.trivia.Trivia), an author's text:
     their comments and blank lines placed by the notes, their literals laid out by them."""
-    with bulk():
-        return _program_text(program, notes)
+    token = blob_layout.PRINTING.set(blob_layout.Layout())
+    try:
+        with bulk():
+            return _program_text(program, notes)
+    finally:
+        blob_layout.PRINTING.reset(token)
 
 
 def _program_text(program, notes=None) -> str:
@@ -211,7 +214,13 @@ def _tensor_type_text(t: TensorType) -> str:
         items = ["...", t.dtype]
     else:
         items = [dim_text(d) for d in t.shape] + [t.dtype, f"rank={t.rank}"]
-    return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
+    if not t.attributes:
+        return "(" + ", ".join(items) + ")"
+    token = blob_layout.PRINTING.set(None)  # a type's values are outside the layout's order
+    try:
+        return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
+    finally:
+        blob_layout.PRINTING.reset(token)
 
 
 # ---- values -----------------------------------------------------------------------------------
@@ -299,9 +308,14 @@ def _full_form(v: Value) -> str:
 def data_text(t, data) -> str | None:
     """The data of a value written as its type reads it back, or None when it cannot be."""
     if isinstance(data, Blob):
+        layout = blob_layout.PRINTING.get()
+        if layout is not None and layout.implied(data, t):
+            return "blob" if data.file == DEFAULT_WEIGHT_FILE else f"blob({lexemes.quote(data.file)})"
         if data.file == DEFAULT_WEIGHT_FILE:
             return f"blob({data.offset})"
         return f"blob({lexemes.quote(data.file)}, {data.offset})"
+    if isinstance(data, WeightRef):
+        return weight_ref_text(data)
     if isinstance(data, Elided):
         return "[...]"
     if isinstance(t, StateType) and isinstance(t.wrapped, TensorType):
@@ -322,6 +336,14 @@ def data_text(t, data) -> str | None:
     if isinstance(t, DictType) and isinstance(data, DictData):
         return "{" + ", ".join(f"{_side(k, t.key)}: {_side(v, t.value)}" for k, v in data.items) + "}"
     return None
+
+
+def weight_ref_text(ref: WeightRef) -> str:
+    """`npy("w.npy")`, `safetensors("model.safetensors", "wq", from=fp32)`."""
+    args = [lexemes.quote(ref.path)] + ([lexemes.quote(ref.tensor)] if ref.tensor is not None else [])
+    if ref.source_dtype is not None:
+        args.append(f"from={ref.source_dtype}")
+    return f"{ref.format}({', '.join(args)})"
 
 
 def _side(v, context) -> str:
