@@ -1,9 +1,16 @@
 """The pygls side of `miltext lsp`: LSP messages in, Analysis answers out.
 
-Each open text is analysed once for each content it has. Places go out in the units the client
-asked for (UTF-16 unless it negotiated otherwise); Analysis counts code points.
+Each open text is analysed once for each content it has, each analysis starting from the one
+before. Edits are debounced: diagnostics go out DEBOUNCE after the last edit (an edit arriving
+meanwhile supersedes the one before, whose work is dropped), from a check that reuses the
+previous findings; once the typing has stopped for IDLE, the whole program is checked again.
+Places go out in the units the client asked for (UTF-16 unless it negotiated otherwise);
+Analysis counts code points.
 """
 from __future__ import annotations
+
+import asyncio
+from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -16,6 +23,9 @@ from .transport import REFUSED, BoundedReader
 # file is about 2 MB; one with every weight inline can be tens of MB.
 MAX_DOCUMENT = 32 << 20
 
+DEBOUNCE = 0.04   # seconds from an edit to its diagnostics, when no other edit follows
+IDLE = 0.6        # seconds without edits before the whole program is checked again
+
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "note": lsp.DiagnosticSeverity.Information}
 KIND = {"function": lsp.SymbolKind.Function, "block": lsp.SymbolKind.Namespace,
@@ -26,6 +36,7 @@ class MilServer(LanguageServer):
     def __init__(self):
         super().__init__("miltext", __version__)
         self.analyses: dict[str, Analysis] = {}
+        self.pending: dict[str, asyncio.Task] = {}
 
     def analysis(self, uri: str) -> Analysis:
         text = self.workspace.get_text_document(uri).source
@@ -33,8 +44,29 @@ class MilServer(LanguageServer):
             text = ""  # not read: publish says why
         found = self.analyses.get(uri)
         if found is None or found.source.text != text:
-            found = self.analyses[uri] = Analysis(text)
+            found = self.analyses[uri] = Analysis(text, found, _path(uri))
         return found
+
+    def schedule(self, uri: str) -> None:
+        """Diagnostics for the text as it is after DEBOUNCE, unless another edit comes first."""
+        task = self.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self.pending[uri] = asyncio.ensure_future(self._later(uri))
+
+    async def _later(self, uri: str) -> None:
+        try:
+            await asyncio.sleep(DEBOUNCE)
+            self.publish(uri)
+            await asyncio.sleep(IDLE)
+            a = self.analyses.get(uri)
+            if a is not None and not a.complete:
+                self.publish(uri, complete=True)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if self.pending.get(uri) is asyncio.current_task():
+                del self.pending[uri]
 
     def position_in(self, a: Analysis, position: lsp.Position) -> tuple:
         p = self.workspace.position_codec.position_from_client_units(a.source.lines, position)
@@ -46,19 +78,20 @@ class MilServer(LanguageServer):
                       for p in span)
         return lsp.Range(start=start, end=end)
 
-    def publish(self, uri: str) -> None:
-        size = len(self.workspace.get_text_document(uri).source)
+    def publish(self, uri: str, complete: bool = False) -> None:
+        document = self.workspace.get_text_document(uri)
+        size, version = len(document.source), document.version
         if size > MAX_DOCUMENT:
             self.analyses.pop(uri, None)
             message = (f"miltext: this document has {size:,} characters, more than the {MAX_DOCUMENT:,} "
                        "the language server reads; use `miltext check` on it")
             at = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
-            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=[
                 lsp.Diagnostic(range=at, message=message, severity=lsp.DiagnosticSeverity.Warning, source="miltext")]))
             return
         a = self.analysis(uri)
-        diagnostics = [self.diagnostic(uri, a, f) for f in a.findings()]
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        diagnostics = [self.diagnostic(uri, a, f) for f in a.findings(complete)]
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
 
     def diagnostic(self, uri: str, a: Analysis, f) -> lsp.Diagnostic:
         related = [lsp.DiagnosticRelatedInformation(
@@ -84,14 +117,17 @@ def did_open(ls: MilServer, params: lsp.DidOpenTextDocumentParams):
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
-def did_change(ls: MilServer, params: lsp.DidChangeTextDocumentParams):
-    ls.publish(params.text_document.uri)
+async def did_change(ls: MilServer, params: lsp.DidChangeTextDocumentParams):
+    ls.schedule(params.text_document.uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: MilServer, params: lsp.DidCloseTextDocumentParams):
     uri = params.text_document.uri
     ls.analyses.pop(uri, None)
+    task = ls.pending.pop(uri, None)
+    if task is not None:
+        task.cancel()
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -141,6 +177,12 @@ def refused(ls: MilServer, params):
     ls.window_show_message(lsp.ShowMessageParams(
         type=lsp.MessageType.Error,
         message=f"miltext: a message of {params.size:,} bytes was refused (the limit is {params.limit:,})"))
+
+
+def _path(uri: str) -> str | None:
+    """The file a file: URI names (for the weights beside it), else None."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" and parsed.path else None
 
 
 def serve() -> None:
