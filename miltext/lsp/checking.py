@@ -26,14 +26,23 @@ def full(program, text: str, weights: str | None = None) -> list:
 
 
 def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
-    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
-    first, most = 0, min(len(old), len(new))
-    while first < most and old[first] == new[first]:
-        first += 1
-    end_old, end_new = len(old), len(new)
-    while end_old > first and end_new > first and old[end_old - 1] == new[end_new - 1]:
-        end_old, end_new = end_old - 1, end_new - 1
-    return first, end_old, end_new
+    """(first, end in old, end in new): the lines outside [first, end) are the same in both.
+    Found by halving, comparing slices (a comparison of lists runs in C)."""
+    most = min(len(old), len(new))
+    first = _longest(lambda m: old[:m] == new[:m], most)
+    last = _longest(lambda m: old[len(old) - m:] == new[len(new) - m:], most - first)
+    return first, len(old) - last, len(new) - last
+
+
+def _longest(same, most: int) -> int:
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if same(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def incremental(before, reading, index, diagnostics: list, weights: str | None = None) -> list | None:
@@ -41,20 +50,23 @@ def incremental(before, reading, index, diagnostics: list, weights: str | None =
     lines), or None when only a full check will do."""
     if reading.program is None or before.program is None or reading.frame_texts != before.frame_texts:
         return None
-    first, end_old, end_new = changed_lines(before.lines, reading.lines)
+    first, end_old, end_new = reading.changed or changed_lines(before.lines, reading.lines)
     delta = end_new - end_old
     pieces = reading.pieces
-    starts = [p.piece.start for p in pieces]
-    touched = {i for i, p in enumerate(pieces) if p.piece.end > first and p.piece.start < end_new}
+    starts = index._piece_starts
+    lo = max(bisect_right(starts, first) - 1, 0)
+    touched = {i for i in range(lo, bisect_right(starts, max(end_new - 1, first)))
+               if pieces[i].piece.end > first and pieces[i].piece.start < max(end_new, first + 1)}
     names = set()
     for i in touched:
         names.update(n for n, *_ in _decls(pieces[i], index))
-    for p in before.pieces:  # what the changed ops declared before the edit
-        if p.piece.end > first and p.piece.start < end_old:
-            names.update(n for n, *_ in _decls(p, before.index))
+    gone = reading.replaced if reading.added is not None else \
+        [p for p in before.pieces if p.piece.end > first and p.piece.start < end_old]
+    for p in gone:  # what the changed ops declared before the edit
+        names.update(n for n, *_ in _decls(p, before.index))
     affected = set(touched)
     for name in names:
-        for o in index.occurrences.get(name, ()):
+        for o in index.occurrences_of(name):
             i = bisect_right(starts, o.start[0]) - 1
             if i >= 0 and o.start[0] < pieces[i].piece.end:
                 affected.add(i)
@@ -68,7 +80,7 @@ def incremental(before, reading, index, diagnostics: list, weights: str | None =
     for n in reading.layout.frame:
         read.update(name for name, *_ in _frame_names(reading, index, n))
     for name in read:
-        for d in index.decls.get(name, ()):
+        for d in index.decls_of(name):
             i = bisect_right(starts, d.start[0]) - 1
             if i >= 0 and d.start[0] < pieces[i].piece.end:
                 needed.add(i)
@@ -125,15 +137,21 @@ def _frame_names(reading, index, line: int):
 def _part(reading, chosen: list[int]) -> Program:
     """The program's frame with only the ops of the chosen pieces, in text order."""
     program = reading.program
-    ops_of = {}
-    for i in chosen:
-        for op in reading.pieces[i].ops:
-            ops_of[id(op)] = True
+    copies, top = {}, []
     out = Program(version=program.version, functions={}, attributes=program.attributes, doc=program.doc)
     for name, fn in program.functions.items():
-        blocks = {key: Block(inputs=b.inputs, operations=[op for op in b.operations if id(op) in ops_of],
-                             outputs=b.outputs, attributes=b.attributes, loc=b.loc)
-                  for key, b in fn.blocks.items()}
+        blocks = {}
+        for key, b in fn.blocks.items():
+            blocks[key] = copies[id(b)] = Block(inputs=b.inputs, outputs=b.outputs, attributes=b.attributes, loc=b.loc)
+            if b.loc:
+                top.append((b.loc[0] - 1, id(b)))
         out.functions[name] = Function(inputs=fn.inputs, opset=fn.opset, blocks=blocks,
                                        attributes=fn.attributes, loc=fn.loc)
+    top.sort()
+    starts = [line for line, _ in top]
+    for i in chosen:
+        p = reading.pieces[i]
+        j = bisect_right(starts, p.piece.start) - 1
+        if j >= 0:
+            copies[top[j][1]].operations.extend(p.ops)
     return out

@@ -28,7 +28,7 @@ _MIL_TAIL = "\n} -> ()\n}\n"
 WHOLE_AFTER = 200
 
 
-@dataclass
+@dataclass(eq=False)
 class OpPiece:
     """One op's lines as last parsed: its text, the line it was parsed at, the ops it gave
     (one, with the blocks it owns) or the errors it has ((line, column, message), 1-based)."""
@@ -53,7 +53,14 @@ class Reading:
         self.memo = previous.memo if same_kind else {}
         if len(self.memo) > 4 * len(self.lines) + 1000:
             self.memo = {}
-        self.layout = Layout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
+        self.replaced = self.added = None   # the previous pieces replaced and the new ones
+        if same_kind:
+            from .checking import changed_lines
+            self.changed = changed_lines(previous.lines, self.lines)
+            self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
+        else:
+            self.changed = None
+            self.layout = Layout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
         self.reparsed = 0
         self.pieces = self._ops(previous.pieces if same_kind else [])
         self.model = self.program = None
@@ -61,14 +68,39 @@ class Reading:
         self._frame(previous if same_kind else None)
 
     def _ops(self, before: list[OpPiece]) -> list[OpPiece]:
+        """An OpPiece for each piece of the layout: the one before when the layout kept its
+        piece (moved with it), one of the same text, or a new parse."""
+        if self.layout.kept is not None:  # the layout kept all but a few pieces: so do we
+            i, n, k = self.layout.kept
+            window = self.layout.pieces[i:i + n]
+            self.replaced = before[i:k]
+            made = self._made(window, before[i:k])
+            for p in before[k:]:
+                _shift(p, p.piece.start - p.line)
+            self.added = made
+            return before[:i] + made + before[k:]
+        self.replaced, self.added = before, None
+        return self._made(self.layout.pieces, before)
+
+    def _made(self, pieces: list[Piece], before: list[OpPiece]) -> list[OpPiece]:
+        kept = {id(p.piece): p for p in before}
+        fresh = [piece for piece in pieces if id(piece) not in kept]
+        still = {id(piece) for piece in pieces}
         cached: dict[str, list[OpPiece]] = {}
         for p in before:
-            cached.setdefault(p.text, []).append(p)
-        texts = ["\n".join(self.lines[piece.start:piece.end]) for piece in self.layout.pieces]
-        new = sum(1 for text in texts if not cached.get(text))
+            if id(p.piece) not in still:
+                cached.setdefault(p.text, []).append(p)
+        texts = {id(piece): "\n".join(self.lines[piece.start:piece.end]) for piece in fresh}
+        new = sum(1 for piece in fresh if not cached.get(texts[id(piece)]))
         whole = self._whole_ops() if new > WHOLE_AFTER else None
         out = []
-        for piece, text in zip(self.layout.pieces, texts):
+        for piece in pieces:
+            p = kept.get(id(piece))
+            if p is not None:
+                _shift(p, piece.start - p.line)
+                out.append(p)
+                continue
+            text = texts[id(piece)]
             found = cached.get(text)
             if found:
                 p = found.pop()

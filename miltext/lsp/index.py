@@ -36,80 +36,124 @@ class Occurrence:
 
 
 class Index:
-    def __init__(self, reading):
+    """Built from the index of the text before the edit when there is one: only the ops the
+    edit replaced are looked at again."""
+
+    def __init__(self, reading, previous: "Index | None" = None):
         self.reading = reading
         self.bare = reading.modelmil
-        self._by_name = self._occurrences = None
         self._piece_starts = [p.piece.start for p in reading.pieces]
+        self._decls: dict = {}   # name -> [Decl], sorted, made when first asked
+        self._occurrences: dict = {}
+        if previous is not None and previous.bare == self.bare:
+            self.declaring, self.mentioning = previous.declaring, previous.mentioning
+            previous.declaring = previous.mentioning = None   # handed on
+            if reading.added is not None:
+                gone, new = reading.replaced, reading.added
+            else:
+                now, was = {id(p) for p in reading.pieces}, {id(p) for p in previous.reading.pieces}
+                gone = [p for p in previous.reading.pieces if id(p) not in now]
+                new = [p for p in reading.pieces if id(p) not in was]
+            for p in gone:
+                self._forget(p)
+            for p in new:
+                self._learn(p)
+        else:
+            self.declaring: dict[str, list] = {}    # name -> the op pieces declaring it
+            self.mentioning: dict[str, list] = {}   # name -> the op pieces where it is written
+            for p in reading.pieces:
+                self._learn(p)
+        self._frame_decls, self._top = self._frame()
 
-    # ---- building ----
-    def _build(self) -> None:
+    def _learn(self, p) -> None:
+        decls, occurrences = _piece_info(p, self.bare, self.reading.memo)
+        for name in {d[0] for d in decls}:
+            self.declaring.setdefault(name, []).append(p)
+        for name in {o[0] for o in occurrences}:
+            self.mentioning.setdefault(name, []).append(p)
+
+    def _forget(self, p) -> None:
+        decls, occurrences = _piece_info(p, self.bare, self.reading.memo)
+        for table, names in ((self.declaring, {d[0] for d in decls}), (self.mentioning, {o[0] for o in occurrences})):
+            for name in names:
+                found = table.get(name)
+                if found is not None:
+                    found[:] = [q for q in found if q is not p]
+                    if not found:
+                        del table[name]
+
+    def _frame(self) -> tuple:
+        """The declarations of the frame (function and block inputs), and the spans of the
+        functions' blocks."""
         reading, layout = self.reading, self.reading.layout
         decls: dict[str, list[Decl]] = {}
-        occurrences: dict[str, list[Occurrence]] = {}
+        top = []
         program = reading.program
-        top = []  # (first line, closing line) of each function's blocks
-        declared_at: dict = {}
         if program is not None:
             for fn_name, fn in program.functions.items():
                 if fn.loc is None:
                     continue
                 _, fn_end = layout.span_from(fn.loc[0] - 1)
                 for v in fn.inputs:
-                    self._declare(decls, declared_at, v, f"input of function `{fn_name}`", ((fn.loc[0] - 1, 0), fn_end))
+                    self._declare(decls, v, f"input of function `{fn_name}`", ((fn.loc[0] - 1, 0), fn_end))
                 for block in fn.blocks.values():
                     if block.loc is None:
                         continue
                     span = (block.loc[0] - 1, layout.span_from(block.loc[0] - 1)[1])
                     top.append(span)
                     for v in block.inputs:
-                        self._declare(decls, declared_at, v, f"input of the block at line {block.loc[0]}",
-                                      ((span[0], 0), span[1]))
+                        self._declare(decls, v, f"input of the block at line {block.loc[0]}", ((span[0], 0), span[1]))
         top.sort()
-        top_starts = [s for s, _ in top]
-        for p in reading.pieces:
-            info = _piece_info(p, self.bare, reading.memo)
-            i = bisect_right(top_starts, p.piece.start) - 1
-            block_end = top[i][1] if i >= 0 else 1 << 30
-            base = p.piece.start
-            for name, start, end, v, what, scope_start, scope_end in info[0]:
-                d = Decl(name, (base + start[0], start[1]), (base + end[0], end[1]), v, what,
-                         ((base + scope_start[0], scope_start[1]),
-                          block_end if scope_end is None else base + scope_end))
-                decls.setdefault(name, []).append(d)
-            for name, start, end, declares in info[1]:
-                occurrences.setdefault(name, []).append(
-                    Occurrence(name, (base + start[0], start[1]), (base + end[0], end[1]), declares))
-        for n in layout.frame:
-            for name, start, end in _tokens(reading.lines[n], self.bare):
-                declares = (n, start) in declared_at
-                if not self.bare or declares or name in decls:
-                    occurrences.setdefault(name, []).append(Occurrence(name, (n, start), (n, end), declares))
-        for found in decls.values():
-            found.sort(key=lambda d: d.start)
-        for found in occurrences.values():
-            found.sort(key=lambda o: o.start)
-        self._by_name, self._occurrences = decls, occurrences
+        return decls, top
 
-    def _declare(self, decls, declared_at, v, what, scope) -> None:
+    def _declare(self, decls, v, what, scope) -> None:
         if v.loc is None:
             return
         start = (v.loc[0] - 1, v.loc[1] - 1)
         end = (start[0], start[1] + len(_written(v.name, self.bare)))
-        declared_at[start] = True
         decls.setdefault(v.name, []).append(Decl(v.name, start, end, v, what, scope))
 
-    @property
-    def decls(self) -> dict:
-        if self._by_name is None:
-            self._build()
-        return self._by_name
+    def _block_end(self, line: int) -> int:
+        i = bisect_right(self._top, (line, 1 << 30)) - 1
+        return self._top[i][1] if i >= 0 else 1 << 30
 
-    @property
-    def occurrences(self) -> dict:
-        if self._occurrences is None:
-            self._build()
-        return self._occurrences
+    def decls_of(self, name: str) -> list[Decl]:
+        """Every declaration of `name`, in text order."""
+        found = self._decls.get(name)
+        if found is None:
+            found = list(self._frame_decls.get(name, ()))
+            for p in self.declaring.get(name, ()):
+                base = p.piece.start
+                block_end = self._block_end(base)
+                for n, start, end, v, what, scope_start, scope_end in _piece_info(p, self.bare, self.reading.memo)[0]:
+                    if n == name:
+                        found.append(Decl(n, (base + start[0], start[1]), (base + end[0], end[1]), v, what,
+                                          ((base + scope_start[0], scope_start[1]),
+                                           block_end if scope_end is None else base + scope_end)))
+            found.sort(key=lambda d: d.start)
+            self._decls[name] = found
+        return found
+
+    def occurrences_of(self, name: str) -> list[Occurrence]:
+        """Every place `name` is written, in text order."""
+        found = self._occurrences.get(name)
+        if found is None:
+            found = []
+            for p in self.mentioning.get(name, ()):
+                base = p.piece.start
+                found += [Occurrence(n, (base + start[0], start[1]), (base + end[0], end[1]), declares)
+                          for n, start, end, declares in _piece_info(p, self.bare, self.reading.memo)[1] if n == name]
+            declared = {d.start for d in self._frame_decls.get(name, ())}
+            for n in self.reading.layout.frame:
+                found += [Occurrence(t, (n, start), (n, end), (n, start) in declared)
+                          for t, start, end in _tokens(self.reading.lines[n], self.bare) if t == name]
+            found.sort(key=lambda o: o.start)
+            self._occurrences[name] = found
+        return found
+
+    def names(self):
+        """Every name declared in the text."""
+        return set(self.declaring) | set(self._frame_decls)
 
     # ---- questions ----
     def at(self, pos: tuple) -> Occurrence | None:
@@ -125,14 +169,14 @@ class Index:
             return None
         for name, start, end in _tokens(self.reading.lines[line] if line < len(self.reading.lines) else "", self.bare):
             if start <= pos[1] <= end:
-                for o in self.occurrences.get(name, ()):
+                for o in self.occurrences_of(name):
                     if o.start == (line, start):
                         return o
         return None
 
     def resolve(self, o: Occurrence) -> Decl | None:
         """The declaration an occurrence refers to (itself, when it declares)."""
-        found = self.decls.get(o.name, [])
+        found = self.decls_of(o.name)
         i = bisect_right(found, o.start, key=lambda d: d.start)
         for d in reversed(found[:i]):
             if o.declares:
@@ -145,13 +189,13 @@ class Index:
 
     def references(self, d: Decl) -> list[Occurrence]:
         """Every occurrence that refers to `d`, its declaration first."""
-        return [o for o in self.occurrences.get(d.name, ()) if self.resolve(o) is d]
+        return [o for o in self.occurrences_of(d.name) if self.resolve(o) is d]
 
     def visible(self, pos: tuple) -> list[Decl]:
         """The declarations a name written at `pos` could refer to, one per name."""
         out = []
-        for name, found in self.decls.items():
-            for d in reversed(found):
+        for name in self.names():
+            for d in reversed(self.decls_of(name)):
                 if d.start < pos and d.scope[0] <= pos and pos[0] <= d.scope[1]:
                     out.append(d)
                     break

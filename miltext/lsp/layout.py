@@ -16,7 +16,7 @@ is then reported once, at the bracket it leaves open.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 # A string, a comment, a bracket, or a run of anything else, on one line.
@@ -44,16 +44,63 @@ class Layout:
     """The op pieces of a text, and the frame lines (all the others)."""
 
     def __init__(self, lines: list[str], dialect: str, memo: dict | None = None):
+        self.dialect = dialect
+        self.memo = {} if memo is None else memo
         self.pieces: list[Piece] = []
         self.frame: list[int] = []        # lines outside every op
         self.unclosed_braces: list = []   # (line, column, "{") of frame braces left open
         self.spans: list = []             # (opening line, closing line) of each frame brace
-        memo = {} if memo is None else memo
-        op_start = _OP_START[dialect]
-        braces: list = []     # (line, column, in_model, owned_by_op) of each open brace
+        self.kept = None                  # (i, n, k): pieces [:i] and [i + n:] are the old [:i] and [k:]
+        if lines is None:
+            return
+        braces, brackets, piece = self._scan(lines, 0, len(lines), [])
+        if piece is not None and brackets:
+            piece.unclosed = brackets[0]
+        self.unclosed_braces = [(b[0], b[1], "{") for b in braces if not b[3]]
+        self.spans.sort()
+
+    def updated(self, old_lines: list[str], lines: list[str], first: int, end_old: int, end_new: int) -> "Layout":
+        """The layout of `lines`, which differ from this layout's text in lines [first,
+        end_old) only (now [first, end_new)): when the change lies among the ops of one block,
+        only the ops it touches are laid out again. This layout is not to be used afterwards."""
+        delta = end_new - end_old
+        pieces = self.pieces
+        i = bisect_right(pieces, first, key=lambda p: p.start) - 1
+        k = bisect_left(pieces, end_old, key=lambda p: p.start)
+        if i < 0 or k >= len(pieces) or any(b[0] >= pieces[i].start for b in self.unclosed_braces):
+            return Layout(lines, self.dialect, self.memo)
+        start, stop_old = pieces[i].start, pieces[k].start
+        lo, hi = bisect_left(self.frame, start), bisect_left(self.frame, stop_old)
+        if any(_is_structure(old_lines[n]) for n in self.frame[lo:hi]):
+            return Layout(lines, self.dialect, self.memo)
+        out = Layout(None, self.dialect, self.memo)
+        out.pieces = pieces[:i]
+        out.frame = self.frame[:lo]
+        ops_level = [(start, 0, False, False)] * OP_DEPTH
+        braces, brackets, piece = out._scan(lines, start, stop_old + delta, list(ops_level))
+        if braces != ops_level or any(_is_structure(lines[n]) for n in out.frame[lo:]):
+            return Layout(lines, self.dialect, self.memo)
+        if piece is not None and brackets:
+            piece.unclosed = brackets[0]
+        for p in pieces[k:]:
+            p.start, p.end = p.start + delta, p.end + delta
+            if p.unclosed is not None:
+                p.unclosed = (p.unclosed[0] + delta, *p.unclosed[1:])
+        out.kept = (i, len(out.pieces) - i, k)
+        out.pieces += pieces[k:]
+        out.frame += [n + delta for n in self.frame[hi:]]
+        moved = lambda n: n + delta if n >= stop_old else n  # noqa: E731
+        out.spans = [(moved(a), moved(b)) for a, b in self.spans]
+        out.unclosed_braces = [(moved(a), b, c) for a, b, c in self.unclosed_braces]
+        return out
+
+    def _scan(self, lines: list[str], start: int, stop: int, braces: list) -> tuple:
+        """Lay out lines [start, stop) from the open `braces`; the state at the end."""
+        memo, op_start = self.memo, _OP_START[self.dialect]
         brackets: list = []   # (line, column, char) of each open ( or [
         piece = None
-        for n, line in enumerate(lines):
+        for n in range(start, stop):
+            line = lines[n]
             found = memo.get(line)
             if found is None:
                 found = memo[line] = _marks(line)
@@ -94,16 +141,19 @@ class Layout:
                     opened = braces.pop()
                     if not opened[3]:
                         self.spans.append((opened[0], n))
-        if piece is not None and brackets:
-            piece.unclosed = brackets[0]
-        self.unclosed_braces = [(b[0], b[1], "{") for b in braces if not b[3]]
-        self.spans.sort()
+        return braces, brackets, piece
 
     def span_from(self, line: int) -> tuple:
         """(opening line, closing line) of the first frame brace opened on `line` or after (a
         header's brace); the end of the text when there is none."""
         i = bisect_left(self.spans, (line, -1))
         return self.spans[i] if i < len(self.spans) else (line, 1 << 30)
+
+
+def _is_structure(line: str) -> bool:
+    """A frame line that is more than white space or a comment."""
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
 
 
 def _marks(line: str) -> tuple:
