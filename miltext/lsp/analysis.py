@@ -12,6 +12,7 @@ import miltext
 
 from ..model.text import has_comments, model_text
 from . import checking
+from .actions import suggestion_in
 from .document import Reading
 from .index import Index
 from .outline import outline
@@ -71,7 +72,7 @@ class Analysis:
                         "\n".join([d.message] + [n.message for n in d.notes if n.line is None]),
                         d.rule or "check",
                         [(self._range(n.line, n.column), n.message) for n in d.notes if n.line is not None],
-                        getattr(d, "suggestion", None))
+                        d.suggestion or suggestion_in(d.message))
                 for d in self.diagnostics(complete)]
         return out
 
@@ -96,11 +97,12 @@ class Analysis:
         broken = self.reading.broken_names()
         if not broken:
             return diagnostics
+        from ..text.lexemes import var_name
         out = []
         for d in diagnostics:
-            if d.rule in ("undefined-name", "undefined-output") and d.line is not None:
-                o = self.index.at((d.line - 1, (d.column or 1) - 1))
-                if o is not None and o.name in broken:
+            if d.rule in ("undefined-name", "undefined-output"):
+                named = d.message.split(" ", 1)[0]   # "%x is not defined" (model.mil: "x ...")
+                if (var_name(named) if named.startswith("%") else named) in broken:
                     continue
             out.append(d)
         return out
@@ -132,6 +134,41 @@ class Analysis:
         if d is None:
             return f"`{self.source.line(o.start[0])[o.start[1]:o.end[1]]}`: nothing defines this name here", (o.start, o.end)
         return f"```mil\n{self.declaration(d.var)}\n```\n{d.what}", (o.start, o.end)
+
+    def hover_op(self, pos: tuple) -> tuple[str, tuple] | None:
+        """Markdown on the op type at `pos`: its signature in the function's opset."""
+        from . import ophelp
+        found = ophelp.op_type_at(self.source.line(pos[0]), pos[1])
+        if found is None:
+            return None
+        text = ophelp.signature(found[0], ophelp.opset_at(self.program, pos[0]))
+        return None if text is None else (text, ((pos[0], found[1]), (pos[0], found[2])))
+
+    def references(self, pos: tuple, with_declaration: bool = True) -> list:
+        """The occurrences of the name at `pos` that refer to what it refers to."""
+        found = self.lookup(pos)
+        if found is None or found[1] is None:
+            return []
+        return [o for o in self.index.references(found[1]) if with_declaration or not o.declares]
+
+    def rename(self, pos: tuple, new_name: str) -> list | None:
+        """(range, text) edits that rename the var at `pos` everywhere it is meant; ValueError
+        for a name the dialect cannot write."""
+        from ..text.lexemes import var
+        found = self.lookup(pos)
+        if found is None or found[1] is None:
+            return None
+        name = new_name[1:] if new_name.startswith("%") and not self.modelmil else new_name
+        if self.modelmil:
+            import re
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{new_name!r} is not a name model.mil can write (letters, digits and _)")
+            text = name
+        else:
+            if not name:
+                raise ValueError("a var needs a name")
+            text = var(name)
+        return [((o.start, o.end), text) for o in self.index.references(found[1])]
 
     def declaration(self, v) -> str:
         """How the text declares a var, with its inferred type when the text leaves it out."""

@@ -14,6 +14,7 @@ import gc
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
@@ -29,6 +30,8 @@ IDLE = 0.6        # seconds without edits before the whole program is checked ag
 
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "note": lsp.DiagnosticSeverity.Information}
+COMPLETION_KIND = {"op": lsp.CompletionItemKind.Function, "input": lsp.CompletionItemKind.Field,
+                   "var": lsp.CompletionItemKind.Variable, "dtype": lsp.CompletionItemKind.TypeParameter}
 KIND = {"function": lsp.SymbolKind.Function, "block": lsp.SymbolKind.Namespace,
         "op": lsp.SymbolKind.Operator}
 
@@ -103,7 +106,8 @@ class MilServer(LanguageServer):
             for span, message in f.notes]
         return lsp.Diagnostic(range=self.range_of(a, f.range), message=f.message,
                               severity=SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Error),
-                              source="miltext", code=f.code, related_information=related or None)
+                              source="miltext", code=f.code, related_information=related or None,
+                              data={"suggestion": f.suggestion} if f.suggestion else None)
 
     def symbol(self, a: Analysis, s) -> lsp.DocumentSymbol:
         return lsp.DocumentSymbol(name=s.name, detail=s.detail or None, kind=KIND[s.kind],
@@ -138,7 +142,8 @@ def did_close(ls: MilServer, params: lsp.DidCloseTextDocumentParams):
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
 def hover(ls: MilServer, params: lsp.HoverParams):
     a = ls.analysis(params.text_document.uri)
-    found = a.hover(ls.position_in(a, params.position))
+    pos = ls.position_in(a, params.position)
+    found = a.hover(pos) or a.hover_op(pos)
     if found is None:
         return None
     text, span = found
@@ -153,6 +158,87 @@ def definition(ls: MilServer, params: lsp.DefinitionParams):
     if span is None:
         return None
     return lsp.Location(uri=params.text_document.uri, range=ls.range_of(a, span))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+def references(ls: MilServer, params: lsp.ReferenceParams):
+    a = ls.analysis(params.text_document.uri)
+    found = a.references(ls.position_in(a, params.position), params.context.include_declaration)
+    return [lsp.Location(uri=params.text_document.uri, range=ls.range_of(a, (o.start, o.end))) for o in found]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+def highlight(ls: MilServer, params: lsp.DocumentHighlightParams):
+    a = ls.analysis(params.text_document.uri)
+    return [lsp.DocumentHighlight(range=ls.range_of(a, (o.start, o.end)),
+                                  kind=lsp.DocumentHighlightKind.Write if o.declares else lsp.DocumentHighlightKind.Read)
+            for o in a.references(ls.position_in(a, params.position), True)]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+def prepare_rename(ls: MilServer, params: lsp.PrepareRenameParams):
+    a = ls.analysis(params.text_document.uri)
+    found = a.lookup(ls.position_in(a, params.position))
+    if found is None or found[1] is None:
+        return None
+    return ls.range_of(a, (found[0].start, found[0].end))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_RENAME)
+def rename(ls: MilServer, params: lsp.RenameParams):
+    a = ls.analysis(params.text_document.uri)
+    try:
+        edits = a.rename(ls.position_in(a, params.position), params.new_name)
+    except ValueError as e:
+        raise JsonRpcInvalidParams(str(e)) from None
+    if edits is None:
+        return None
+    return lsp.WorkspaceEdit(changes={params.text_document.uri: [
+        lsp.TextEdit(range=ls.range_of(a, span), new_text=text) for span, text in edits]})
+
+
+@server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=["%", "(", ",", "=", "<"]))
+def completion(ls: MilServer, params: lsp.CompletionParams):
+    from .completion import complete
+    a = ls.analysis(params.text_document.uri)
+    pos = ls.position_in(a, params.position)
+    items = []
+    for item in complete(a, pos):
+        edit = None
+        if item.replace_from is not None:
+            edit = lsp.TextEdit(range=ls.range_of(a, ((pos[0], item.replace_from), pos)), new_text=item.insert or item.label)
+        items.append(lsp.CompletionItem(label=item.label, kind=COMPLETION_KIND[item.kind], detail=item.detail or None,
+                                        insert_text=None if edit else item.insert, text_edit=edit))
+    return lsp.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+def inlay_hints(ls: MilServer, params: lsp.InlayHintParams):
+    from .types import hints
+    a = ls.analysis(params.text_document.uri)
+    first, last = ls.position_in(a, params.range.start)[0], ls.position_in(a, params.range.end)[0]
+    return [lsp.InlayHint(position=ls.range_of(a, (place, place)).start, label=label, kind=lsp.InlayHintKind.Type)
+            for place, label in hints(a, first, last)]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+def code_actions(ls: MilServer, params: lsp.CodeActionParams):
+    from .actions import fixes
+    a = ls.analysis(params.text_document.uri)
+    asked = [_Asked(d, ls.position_in(a, d.range.start), ls.position_in(a, d.range.end))
+             for d in params.context.diagnostics]
+    uri = params.text_document.uri
+    return [lsp.CodeAction(title=f.title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[f.diagnostic.original],
+                           edit=lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(range=ls.range_of(a, f.range), new_text=f.text)]}))
+            for f in fixes(a, asked)]
+
+
+class _Asked:
+    """A client's diagnostic with its places in code points."""
+
+    def __init__(self, d: lsp.Diagnostic, start: tuple, end: tuple):
+        self.original, self.range, self.code, self.message = d, (start, end), d.code, d.message
+        self.data = d.data
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)

@@ -60,3 +60,27 @@ def _block(block: Block, originals: dict) -> Block:
                 outputs.append(v)
         ops.append(replace(op, outputs=outputs, blocks=[_block(b, originals) for b in op.blocks]))
     return replace(block, operations=ops)
+
+
+def hints(analysis, first: int, last: int) -> list[tuple]:
+    """(place, label) of an inferred type after each untyped op output on lines [first, last]."""
+    from bisect import bisect_left, bisect_right
+    from ..text.lexemes import var
+    reading = analysis.reading
+    starts = analysis.index._piece_starts
+    out = []
+    for p in reading.pieces[max(bisect_right(starts, first) - 1, 0):bisect_left(starts, last + 1)]:
+        stack = list(p.ops)
+        while stack:
+            op = stack.pop()
+            for v in op.outputs:
+                if v.type is None and v.loc and first <= v.loc[0] - 1 <= last:
+                    t = analysis.inferred(v)
+                    if t is not None:
+                        written = v.name if analysis.modelmil else var(v.name)
+                        label = declaration(v.name, t, analysis.modelmil, analysis.program)
+                        label = label[len(written):] if label.startswith(written) else " " + label
+                        out.append(((v.loc[0] - 1, v.loc[1] - 1 + len(written)), label))
+            for b in op.blocks:
+                stack.extend(b.operations)
+    return sorted(out)
