@@ -6,6 +6,7 @@ model.mil dialect stay in it: their names are bare, and they format as model.mil
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 import miltext
@@ -101,7 +102,8 @@ class Analysis:
         out = []
         for d in diagnostics:
             if d.rule in ("undefined-name", "undefined-output"):
-                named = d.message.split(" ", 1)[0]   # "%x is not defined" (model.mil: "x ...")
+                named = re.search(r"(\S+) is not defined", d.message)   # "[block output] %x is not defined"
+                named = named.group(1) if named else ""
                 if (var_name(named) if named.startswith("%") else named) in broken:
                     continue
             out.append(d)
