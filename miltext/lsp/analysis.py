@@ -74,7 +74,8 @@ class Analysis:
                         [(self._range(n.line, n.column), n.message) for n in d.notes if n.line is not None],
                         d.suggestion or suggestion_in(d.message))
                 for d in self.diagnostics(complete)]
-        return out
+        said = set()  # a model section's mistake is both a parse error here and check's finding
+        return [f for f in out if (f.range, f.message) not in said and not said.add((f.range, f.message))]
 
     def diagnostics(self, complete: bool = False) -> list:
         if self.program is None:
@@ -87,7 +88,7 @@ class Analysis:
                                              before._diagnostics, self.weights)
             if found is None:
                 found, self.complete = checking.full(self.program, self.source.text, self.weights,
-                                                   getattr(self.model, "section", None)), True
+                                                   self.reading.section), True
             self._diagnostics = self._without_echoes(found)
             self._previous = None  # what it was worked out from is not needed any more
         return self._diagnostics
