@@ -553,8 +553,25 @@ def compressed(kind):
         config = cto.OpPalettizerConfig(mode="uniform", nbits=4, granularity="per_grouped_channel",
                                         group_size=16, weight_threshold=0)
         return cto.palettize_weights(model, cto.OptimizationConfig(global_config=config))
+    if kind == "palettized_scaled":     # a palette per group, scaled per channel
+        config = cto.OpPalettizerConfig(mode="uniform", nbits=4, granularity="per_grouped_channel",
+                                        group_size=16, enable_per_channel_scale=True, weight_threshold=0)
+        return cto.palettize_weights(model, cto.OptimizationConfig(global_config=config))
     config = cto.OpMagnitudePrunerConfig(target_sparsity=0.5, weight_threshold=0)
-    return cto.prune_weights(model, cto.OptimizationConfig(global_config=config))
+    model = cto.prune_weights(model, cto.OptimizationConfig(global_config=config))
+    if kind == "pruned_palettized":      # the nonzero weights palettized (joint compression)
+        config = cto.OpPalettizerConfig(mode="uniform", nbits=2, weight_threshold=0)
+        return cto.palettize_weights(model, cto.OptimizationConfig(global_config=config), joint_compression=True)
+    return model
+
+
+def resnet_int8_ios16():
+    """iOS16's compressed weights (constexpr_affine_dequantize) on convolutions."""
+    import coremltools as ct
+    import coremltools.optimize.coreml as cto
+    model = image_model("resnet", target=ct.target.iOS16)
+    config = cto.OpLinearQuantizerConfig(mode="linear", dtype="int8", weight_threshold=0)
+    return cto.linear_quantize_weights(model, cto.OptimizationConfig(global_config=config))
 
 
 def enumerated_resnet():
@@ -592,6 +609,9 @@ MAKERS = {
     "gpt2_int4_blockwise": lambda: compressed("int4"),
     "gpt2_palettized": lambda: compressed("palettized"),
     "gpt2_pruned": lambda: compressed("pruned"),
+    "gpt2_palettized_scaled": lambda: compressed("palettized_scaled"),
+    "gpt2_pruned_palettized": lambda: compressed("pruned_palettized"),
+    "resnet_int8_ios16": resnet_int8_ios16,
 }
 
 
