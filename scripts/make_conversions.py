@@ -101,6 +101,20 @@ def nets():
                 x = x + ff(ln2(x))
             return self.ln_f(x) @ self.tok.weight.t()
 
+    class GPT2BuiltMask(GPT2):
+        """GPT-2 whose causal mask is built from the length at run time, as Hugging Face code
+        does: a triangle of -inf (full, triu) and positions compared (arange, masked_fill)."""
+        def forward(self, ids):
+            t = ids.size(-1)
+            positions = torch.arange(t)
+            x = self.tok(ids) + self.pos(positions.unsqueeze(0))
+            mask = torch.full((t, t), -1e4).triu(1)[None, None]
+            future = positions[None, :] > positions[:, None]
+            for attn, ln1, ff, ln2 in zip(self.attn, self.ln1, self.ff, self.ln2):
+                x = x + attn(ln1(x), mask.masked_fill(future, -1e4))
+                x = x + ff(ln2(x))
+            return self.ln_f(x) @ self.tok.weight.t()
+
     class RMSNorm(nn.Module):
         def __init__(self, d):
             super().__init__()
@@ -373,7 +387,7 @@ def nets():
             h = h * torch.sigmoid(self.se2(F.silu(self.se1(F.adaptive_avg_pool2d(h, 1)))))
             return self.head(torch.flatten(F.adaptive_avg_pool2d(self.project(h), 1), 1))
 
-    return torch, {"bert": Bert, "gpt2": GPT2, "llama": Llama, "resnet": ResNet,
+    return torch, {"bert": Bert, "gpt2": GPT2, "gpt2_built_mask": GPT2BuiltMask, "llama": Llama, "resnet": ResNet,
                    "mobilenet": MobileNet, "vit": ViT, "unet": UNet, "gru": GRU, "lstm": LSTM,
                    "whisper": WhisperEncoder, "convnext": ConvNeXt, "swin": Swin, "detr": DETR,
                    "efficientnet": EfficientNet}
@@ -438,6 +452,22 @@ def gpt2(target=None):
     import torch
     return convert("gpt2", torch.randint(0, 64, (1, 8)), [ids_input("ids", (ct.RangeDim(1, 2, default=1), ct.RangeDim(1, 16, default=8)))],
                    [ct.TensorType(name="logits")], target or ct.target.iOS17)
+
+
+def gpt2_built_mask():
+    import coremltools as ct
+    import torch
+    return convert("gpt2_built_mask", torch.randint(0, 64, (1, 8)),
+                   [ids_input("ids", (ct.RangeDim(1, 2, default=1), ct.RangeDim(1, 16, default=8)))],
+                   [ct.TensorType(name="logits")], ct.target.iOS17)
+
+
+def bert_enumerated():
+    import coremltools as ct
+    import torch
+    shapes = ct.EnumeratedShapes(shapes=[(1, 8), (2, 16)], default=(1, 8))
+    return convert("bert", torch.randint(0, 64, (1, 8)), [ids_input("ids", shapes)],
+                   [ct.TensorType(name="hidden"), ct.TensorType(name="pooled")], ct.target.iOS17)
 
 
 def llama():
@@ -588,6 +618,8 @@ def flexible_vit():
 MAKERS = {
     "bert": bert,
     "bert_fp32": lambda: bert(fp32=True),
+    "bert_enumerated": bert_enumerated,
+    "gpt2_built_mask": gpt2_built_mask,
     "gpt2": gpt2,
     "llama_kv_cache": llama,
     "llama_multifunction": llama_multifunction,
