@@ -172,3 +172,21 @@ def test_a_run_time_size_where_a_constant_is_wanted_is_an_error_at_its_line(op):
     assert e.value.loc[0] == 5
     text = miltext.dumps(program)
     assert [d for d in miltext.check(miltext.loads(text), source=text) if d.rule == "inferred-type"] == []
+
+
+def test_coremltools_is_given_the_run_time_sizes_it_would_have_known():
+    """An op left to coremltools (random_uniform has no native rule) gets a shape computed at
+    run time as a value it knows in part, as it did when it converted the model."""
+    program = miltext.loads("""main[CoreML7](%x: (?, 7, fp32)) {
+  block0() {
+    %s = shape(x=%x)
+    %b = gather(x=%s, indices=0, axis=0)
+    %shape = concat(values=(%b, 1, 128), axis=0, interleave=false)
+    %y = random_uniform(shape=%shape, low=0.0, high=1.0, seed=1)
+  } -> (%y)
+}
+""")
+    who = {}
+    infer(program, report=lambda op, family: who.update({op.type: family}))
+    assert who["random_uniform"] == "coremltools"
+    assert type_text(program.functions["main"].block.operations[-1].outputs[0].type) == "(?, 1, 128, fp32)"
