@@ -525,8 +525,11 @@ class _Saved:
 
 
 def image_model(name, shape=(1, 3, 32, 32), target=None):
+    """An image model; `target` a coremltools target or an iOS version number."""
     import coremltools as ct
     import torch
+    if isinstance(target, int):
+        target = getattr(ct.target, f"iOS{target}")
     return convert(name, torch.rand(1, 3, 32, 32), [ct.TensorType(name="image", shape=shape)],
                    [ct.TensorType(name="out")], target or ct.target.iOS17)
 
@@ -634,7 +637,7 @@ MAKERS = {
     "lstm": lstm,
     "whisper_encoder": whisper,
     "convnext": lambda: image_model("convnext"),
-    "swin": lambda: image_model("swin", target=__import__("coremltools").target.iOS18),
+    "swin": lambda: image_model("swin", target=18),
     "detr": detr,
     "efficientnet_flexible": flexible_cnn,
     "gpt2_int8": lambda: compressed("int8"),
