@@ -13,6 +13,7 @@ report, next to the line that causes them, in the style of MLIR's -verify-diagno
 - `@+N` / `@-N` right after the severity: the line N below / above the comment instead.
 - Several expectations may share a line, and the same one may be written twice for two
   diagnostics.
+- A model section before the program is checked against it.
 - `# check-weights: PATH` anywhere in the file: check blob values against the weights folder
   (or file) at PATH, relative to the case file.
 - `# check-needs: coremltools`: the case is about coremltools' inference, and is skipped where
@@ -31,6 +32,7 @@ import pytest
 
 import miltext
 from miltext.checker import RULES
+from miltext.text.parser import parse
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_cases")
 CASE_FILES = sorted(f for f in os.listdir(CASES) if f.endswith(".mil"))
@@ -81,8 +83,8 @@ def run_case(name: str):
         text = f.read()
     weights = _WEIGHTS.search(text)
     weights = os.path.join(CASES, weights.group(1)) if weights else None
-    program = miltext.loads(text, path)
-    return text, miltext.check(program, filename=path, source=text, weights=weights)
+    section, program = parse(text, path, with_model=True)
+    return text, miltext.check(program, filename=path, source=text, weights=weights, section=section)
 
 
 def needs(name: str) -> list:

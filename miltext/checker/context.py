@@ -9,9 +9,10 @@ from .locate import Locator
 
 
 class Context:
-    def __init__(self, program, source: str | None = None, weights=None):
+    def __init__(self, program, source: str | None = None, weights=None, section=None):
         self.program = program
         self.weights = weights          # a weights.WeightFiles, or None: blobs are not checked
+        self.section = section          # the text's model section (miltext.model.syntax), or None
         self.where = Locator(source)
         self.diagnostics: list[Diagnostic] = []
         self.faulty_ops: set = set()    # ids of ops whose call is wrong (inference skips them)
@@ -44,10 +45,14 @@ class Context:
     def target(self, site, key: str | None, index: int):
         """The var that binding `index` of input `key` of op `site` refers to, or with key None,
         output `index` of block `site`; None when it refers to nothing."""
-        if self._targets is None:
-            self._targets = {(id(r.op if r.op is not None else r.block), r.key, r.index): r.target
-                             for r in self.resolution.references}
-        return self._targets.get((id(site), key, index))
+        if self._targets is None:  # site -> its references: a few each, so searched in turn
+            self._targets = {}
+            for r in self.resolution.references:
+                self._targets.setdefault(id(r.op if r.op is not None else r.block), []).append(r)
+        for r in self._targets.get(id(site), ()):
+            if r.key == key and r.index == index:
+                return r.target
+        return None
 
     def binding_type(self, op, key: str, index: int):
         """The type of binding `index` of input `key` of `op`: its var's, or its value's."""

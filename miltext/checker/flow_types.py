@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from functools import partial
 
+from ..infer.symbols import concrete
 from ..ir import TensorType
 from .compat import compatible, describe
 from .context import var
 
 
 def cond_blocks(ctx, op, operands) -> None:
-    branches = operands.block_outputs
+    branches = [[concrete(t) for t in types] for types in operands.block_outputs]
     if len(branches) != 2 or not all(len(b) == len(op.outputs) for b in branches):
         return                     # the structure family reports it
     for j, out in enumerate(op.outputs):
@@ -29,7 +30,7 @@ def cond_blocks(ctx, op, operands) -> None:
                       f"{describe(branches[1][j])} as output {j}; they must return one type")
 
 def loop_blocks(ctx, op, operands) -> None:
-    loop_vars = operands.types("loop_vars")
+    loop_vars = [concrete(t) for t in operands.types("loop_vars")]
     condition, body = op.blocks
     for block in op.blocks:
         if len(block.inputs) != len(loop_vars):
@@ -40,7 +41,7 @@ def loop_blocks(ctx, op, operands) -> None:
             if declared is None and not compatible(v.type, loop_vars[i]):
                 ctx.error("while-loop-structure", v.loc, f"{var(v.name)} is {describe(v.type)}, "
                           f"but its loop variable is {describe(loop_vars[i])}")
-    outputs = operands.block_outputs
+    outputs = [[concrete(t) for t in types] for types in operands.block_outputs]
     if len(outputs) == 2 and len(outputs[0]) == 1 and _declared(ctx, condition, 0) is None:
         got = outputs[0][0]
         if isinstance(got, TensorType) and got.dtype != "bool":

@@ -13,11 +13,12 @@ from .. import dtypes
 from .. import ops as op_table
 from ..infer import registry, walk
 from ..infer.errors import InferenceError, Refused, Unsupported
+from ..infer.symbols import concrete
 from ..ir import ListType, TensorType, Value
 from . import by_coremltools, flow_types, signature
 from .compat import compatible, describe
 from .context import Context, var
-from .shapes import Mistake, rules_for
+from .shapes import Mistake, Plain, rules_for
 
 RULES = {
     "input-dtype": "error",       # an input of a dtype the op does not take
@@ -91,7 +92,7 @@ class Verifier:
         try:
             self.signature(operands)
             for rule in rules_for(op.type):
-                rule(operands)
+                rule(Plain(operands))
             types = self.infer(op, operands)
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
@@ -108,7 +109,7 @@ class Verifier:
         except _RULE_SLIPS:
             return None                # a value of a form no rule expects (a list for an axis):
             # the op is left unchecked rather than blamed for a rule's own gap
-        if types is None or not all(map(_well_formed, types)):
+        if types is None or not all(_well_formed(concrete(t)) for t in types):
             return None                # what a rule made of values of a form it does not expect
         self.compare(op, types)
         return types
@@ -123,7 +124,7 @@ class Verifier:
         try:
             self.signature(operands)
             for rule in rules_for(op.type):
-                rule(operands)
+                rule(Plain(operands))
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
             return None
@@ -151,6 +152,7 @@ class Verifier:
         if self.ctx.from_print and has_literal(op):
             return                     # a print's literals have guessed dtypes
         for out, inferred in zip(op.outputs, types):
+            inferred = concrete(inferred)
             if out.type is not None and not compatible(out.type, inferred):
                 self.ctx.error("inferred-type", out.loc or op.loc,
                                f"{var(out.name)} is declared {describe(out.type)}, but {op.type} "

@@ -7,6 +7,7 @@ import numpy as np
 from .. import ops as op_table
 from ..ir import TensorType, Value
 from .errors import InferenceError, Unsupported
+from .symbols import Sym, fully_known
 
 
 class Scope:
@@ -87,7 +88,7 @@ class Operands:
         return found[0]
 
     def tensor(self, key: str) -> TensorType:
-        """Input `key` as a tensor of known rank; Unsupported otherwise."""
+        """Input `key` as a tensor of known rank (its unknown dims Syms); Unsupported otherwise."""
         t = self.type(key)
         if not isinstance(t, TensorType) or t.rank is not None:
             raise Unsupported(f"input {key!r} is not a tensor of known rank")
@@ -124,6 +125,7 @@ class Operands:
         return v.item() if v.size == 1 else v.tolist()
 
     def ints(self, key: str, *, default=...) -> list | None:
+        """Input `key` as a list of ints; an element only known at run time is a Sym."""
         v = self.value(key, required=default is ...)
         if v is None:
             return None if default is None else list(default)
@@ -132,4 +134,11 @@ class Operands:
             raise InferenceError(f"input {key!r} must hold integers, not {values.tolist()}")
         if values.dtype.kind not in "iubfO":
             raise InferenceError(f"input {key!r} must hold integers")
-        return [None if i is None else int(i) for i in values]
+        return [i if isinstance(i, Sym) else int(i) for i in values]
+
+    def known_ints(self, key: str) -> list | None:
+        """Input `key` as a list of ints when every one is known (coremltools' `.val`), else None."""
+        v = self.value(key, required=False) if self.has(key) else None
+        if not fully_known(v):
+            return None
+        return self.ints(key)

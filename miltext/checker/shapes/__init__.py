@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from ...infer.symbols import Sym, concrete, known
+
 _RULES: dict = {}      # op type -> [function]
 _loaded = False
 
@@ -20,6 +22,37 @@ class Mistake(Exception):
         super().__init__(message)
         self.key, self.message, self.rule = key, message, rule
         self.meant = meant      # the output types the op has if the fix suggested is made
+
+
+class Plain:
+    """An op's Operands as the shape rules read them: a size inference knows only as a symbol
+    (miltext/infer/symbols.py) is unknown here, `None` in a shape and in a list of ints, so the
+    rules compare plain ints and their messages say `?`."""
+
+    def __init__(self, operands):
+        self._operands = operands
+
+    def __getattr__(self, name):
+        return getattr(self._operands, name)
+
+    def types(self, key: str) -> list:
+        return [concrete(t) for t in self._operands.types(key)]
+
+    def type(self, key: str):
+        return concrete(self._operands.type(key))
+
+    def tensor(self, key: str):
+        return concrete(self._operands.tensor(key))
+
+    def ints(self, key: str, **kwargs):
+        found = self._operands.ints(key, **kwargs)
+        return None if found is None else [d if known(d) else None for d in found]
+
+    def scalar(self, key: str, **kwargs):
+        found = self._operands.scalar(key, **kwargs)
+        if isinstance(found, list):
+            return [d if not isinstance(d, Sym) else None for d in found]
+        return None if isinstance(found, Sym) else found
 
 
 def rule(*op_types: str):
