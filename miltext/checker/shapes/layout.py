@@ -93,12 +93,11 @@ def reshape(ops):
         raise Mistake("shape", f"shape {dims} has more than one -1 (only one dim may be inferred)")
     if any(d < -1 for d in dims):
         raise Mistake("shape", f"shape {dims} has a negative size")
-    resolved = [x.shape[i] if d == 0 and i < len(x.shape) else d for i, d in enumerate(dims)]
-    if None in x.shape or None in resolved:
-        return
+    if None in x.shape or 0 in dims:
+        return      # a 0 copies x's dim in some opsets and not in others: no count to compare
     total = math.prod(x.shape)
-    rest = math.prod(d for d in resolved if d != -1)
-    if -1 in resolved:
+    rest = math.prod(d for d in dims if d != -1)
+    if -1 in dims:
         if (rest == 0 and total != 0) or (rest and total % rest):
             raise Mistake("shape", f"x {shown(x)} has {total} elements, which shape {dims} cannot hold "
                                    f"(not a multiple of {rest})")
@@ -140,7 +139,7 @@ def layer_norm(ops):
     axes = axes_in(ops, "axes", len(x.shape))
     if axes is None:
         return
-    normalized = tuple(x.shape[a] for a in sorted(axes))
+    normalized = tuple(x.shape[a] for a in sorted(set(axes)))
     for key in ("gamma", "beta"):
         if ops.has(key):
             t = ops.tensor(key)
