@@ -34,7 +34,7 @@ def check(ops, computed, from_print: bool) -> None:
                     raise Mistake(key, f"input {key!r} of {op.type} is {_dtype_text(t)}; {op.type} takes "
                                        f"{_either(allowed)} there", rule="input-dtype")
                 if domain and not guessed:
-                    domains.setdefault(domain, []).append((key, t.dtype))
+                    domains.setdefault(domain, []).append((key, t.dtype, isinstance(b, Value)))
         if const and key in op.inputs:
             for b in bindings:
                 if isinstance(b, str) and computed(b):
@@ -44,11 +44,14 @@ def check(ops, computed, from_print: bool) -> None:
         if choices is not None:
             _enum(ops, key, choices)
     for domain, found in domains.items():
-        first_key, first = found[0]
-        for key, dtype in found[1:]:
+        first_key, first, first_literal = found[0]
+        for key, dtype, literal in found[1:]:
             if dtype != first:
-                raise Mistake(key, f"{op.type} takes {first_key} and {key} of one dtype, but {first_key} "
-                                   f"is {first} and {key} is {dtype}", rule="operand-dtypes")
+                hint = f"; write the literal as {first}(...)" if literal and not first_literal else \
+                    f"; write the literal of {first_key} as {dtype}(...)" if first_literal and not literal else ""
+                raise Mistake(first_key if first_literal and not literal else key,
+                              f"{op.type} takes {first_key} and {key} of one dtype, but {first_key} is "
+                              f"{first} and {key} is {dtype}{hint}", rule="operand-dtypes")
 
 
 @lru_cache(maxsize=None)
