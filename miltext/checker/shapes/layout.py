@@ -25,6 +25,8 @@ def concat(ops):
     if parts is None:
         return
     rank = len(parts[0].shape)
+    if rank == 0:
+        return      # scalars join as a vector (coremltools' reading)
     for i, t in enumerate(parts[1:], 1):
         if len(t.shape) != rank:
             raise Mistake("values", f"concat joins tensors of one rank: value 0 is {shown(parts[0])}, "
@@ -58,6 +60,7 @@ def stack(ops):
 @rule("split")
 def split(ops):
     x = ops.tensor("x")
+    _not_scalar(ops, x)
     a = axis_in(ops, "axis", len(x.shape))
     if a is None:
         return
@@ -153,6 +156,7 @@ def layer_norm(ops):
 @rule("gather")
 def gather(ops):
     x, indices = ops.tensor("x"), ops.tensor("indices")
+    _not_scalar(ops, x)
     a = axis_in(ops, "axis", len(x.shape), default=0)
     if a is None:
         return
@@ -176,6 +180,11 @@ def gather_along_axis(ops):
             raise Mistake("indices", f"indices {shown(indices)} must have the sizes of x {shown(x)} "
                                      f"in every dim but the axis ({a}); dim {d} is {m}, not {n}")
     _indices_inside(ops, x.shape[a], a)
+
+
+def _not_scalar(ops, x) -> None:
+    if not x.shape:
+        raise Mistake("x", f"{ops.op.type} needs x of rank 1 or more, not a scalar")
 
 
 def _indices_inside(ops, size, a: int) -> None:
