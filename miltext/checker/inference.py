@@ -40,6 +40,7 @@ class Verifier:
         self.ctx = ctx
         self.runtime: dict = {}       # id of a Scope -> names it defines known only at run time
         self.scopes: list = []        # the Scopes seen, kept alive so their ids stay theirs
+        self._scope = None            # the scope of the op visited last
         self.coremltools = by_coremltools.Inference(ctx.from_print)
 
     def run(self) -> None:
@@ -58,14 +59,14 @@ class Verifier:
 
     def visit(self, op, operands):
         scope = operands.scope
-        self._runtime_of(scope)
+        if scope is not self._scope:            # a block's first op: note the block's inputs
+            self._scope = scope
+            self._runtime_of(scope)
         if op.type == "const":
             val = op.attributes.get("val")
-            return [val.type] if val is not None else None
+            return [val.type] if val is not None and op.outputs and op.outputs[0].type is None else None
         types = self.verify(op, operands)
-        if op.type.startswith("constexpr_"):   # a weight, as coremltools counts consts
-            scope.consts.update(v.name for v in op.outputs)
-        elif self._computed(op, operands):
+        if not op.type.startswith("constexpr_") and self._computed(op, operands):
             self._runtime_of(scope).update(v.name for v in op.outputs)
         return types
 
