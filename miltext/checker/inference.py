@@ -65,18 +65,27 @@ class Verifier:
         if op.type == "const":
             val = op.attributes.get("val")
             return [val.type] if val is not None and op.outputs and op.outputs[0].type is None else None
-        types = self.verify(op, operands)
-        if not op.type.startswith("constexpr_") and self._computed(op, operands):
+        typed, computed = self._inputs(op, scope)
+        types = self.verify(op, operands) if typed else None
+        if computed and not op.type.startswith("constexpr_") and not (
+                operands.output_values and all(v is not None for v in operands.output_values)):
             self._runtime_of(scope).update(v.name for v in op.outputs)
         return types
 
-    def _computed(self, op, operands) -> bool:
-        """Whether the op's outputs are known only at run time: some input is, and inference
-        does not know the value (coremltools counts a `shape` of a static tensor constant)."""
-        if operands.output_values and all(v is not None for v in operands.output_values):
-            return False
-        return bool(op.blocks) or any(isinstance(b, str) and self._is_runtime(b, operands.scope)
-                                      for bindings in op.inputs.values() for b in bindings)
+    def _inputs(self, op, scope) -> tuple:
+        """(whether every input has a type, whether some input is known only at run time: then
+        so are the outputs, unless inference knows their values, as coremltools counts a
+        `shape` of a static tensor constant)."""
+        typed, computed = True, bool(op.blocks)
+        for bindings in op.inputs.values():
+            for b in bindings:
+                if isinstance(b, str):
+                    owner = scope.owner(b)
+                    if owner is None or owner.types[b] is None:
+                        typed = False
+                    elif not computed and b in self._runtime_of(owner):
+                        computed = True
+        return typed, computed
 
     def verify(self, op, operands):
         ctx = self.ctx
@@ -85,9 +94,6 @@ class Verifier:
         variant = op_table.variant(op.type, operands.opset)
         if variant is None:
             return None                # an unknown op, or one its opset lacks: the ops family says
-        if any(isinstance(b, str) and operands.scope.type(b) is None
-               for bindings in op.inputs.values() for b in bindings):
-            return None                # an input of unknown type: nothing to check it with
         if op.type in ("cond", "while_loop"):
             return self.control_flow(op, operands)
         try:
