@@ -159,8 +159,10 @@ class Verifier:
         if self.ctx.from_print and has_literal(op):
             return                     # a print's literals have guessed dtypes
         for out, inferred in zip(op.outputs, types):
+            if out.type is None or out.type == inferred:
+                continue
             inferred = concrete(inferred)
-            if out.type is not None and not compatible(out.type, inferred):
+            if not compatible(out.type, inferred):
                 self.ctx.error("inferred-type", out.loc or op.loc,
                                f"{var(out.name)} is declared {describe(out.type)}, but {op.type} "
                                f"gives {describe(inferred)}")
