@@ -17,7 +17,8 @@ def weights_beside(model) -> str | None:
 def diagnostics(model, path: str, weights: str | None = None, progress=None) -> tuple[list, str]:
     """What check finds in `model` (read from `path`), and the text it points into: the text
     the model was read from, or for a model or a serialized program, its canonical text (as
-    `miltext print` shows it)."""
+    `miltext print` shows it). `weights` is the weights folder blob values are checked against:
+    without it, the one beside the model; "" for none."""
     from ..checker import check
     text, section, program = model.text, model.section, None
     if text is None:
@@ -29,8 +30,9 @@ def diagnostics(model, path: str, weights: str | None = None, progress=None) -> 
         program = model.program
     if progress is not None:
         progress.stage("checking", seconds=len(text) / CHECK_RATE)
-    found = check(program, filename=path, source=text, section=section,
-                  weights=weights if weights is not None else weights_beside(model))
+    if weights is None:
+        weights = weights_beside(model)
+    found = check(program, filename=path, source=text, section=section, weights=weights or None)
     return found, text
 
 
