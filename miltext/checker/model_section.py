@@ -49,15 +49,16 @@ def check(ctx: Context) -> None:
         _Agreement(ctx, places, None, head).function(desc, functions[name])
 
 
-_MODEL = re.compile(r"\s*model\s*\(")
+_MODEL = re.compile(r"^([ \t]*)model[ \t]*\(", re.M)
 
 
 def _head(ctx: Context):
     """Where `model(` is written: the parser keeps no place for the keyword."""
-    for number, line in enumerate(ctx.where.lines or (), 1):
-        if _MODEL.match(line):
-            return number, len(line) - len(line.lstrip()) + 1
-    return None
+    text = ctx.where.text
+    found = _MODEL.search(text) if text is not None else None
+    if found is None:
+        return None
+    return text.count("\n", 0, found.start()) + 1, len(found.group(1)) + 1
 
 
 def _described_function(desc, functions) -> str | None:

@@ -7,7 +7,7 @@ import os
 from functools import partial
 
 from .. import dtypes
-from ..ir import (Blob, DictData, DictType, Elided, EmptyImmediate, ListData, ListType,
+from ..ir import (WeightRef, Blob, DictData, DictType, Elided, EmptyImmediate, ListData, ListType,
                   StateType, TensorData, TensorType, TupleData, TupleType)
 from ..ir.values import decode_tensor
 from .compat import compatible, describe
@@ -95,8 +95,8 @@ class _Values:
             t = t.wrapped
         if isinstance(data, Elided):
             self.ctx.error("elided-value", loc, "this value was left out as [...]; write it out")
-        elif t is None or data is None or isinstance(data, EmptyImmediate):
-            return
+        elif t is None or data is None or isinstance(data, (EmptyImmediate, WeightRef)):
+            return  # a WeightRef: the weight_refs family checks it
         elif isinstance(t, TensorType) and isinstance(data, TensorData):
             self.tensor(t, data, loc)
         elif isinstance(t, TensorType) and isinstance(data, Blob):
@@ -180,10 +180,10 @@ class _Values:
             self.ctx.error("blob-mismatch", loc, f"the blob at offset {blob.offset} holds {record.dtype} "
                            f"data, but the value is {describe(t)}")
             return
-        count, bits = t.element_count, dtypes.by_name(t.dtype).bits
-        if count is not None and record.count(bits) != count:
+        count = t.element_count
+        if count is not None and record.count != count:
             self.ctx.error("blob-mismatch", loc, f"the blob at offset {blob.offset} holds "
-                           f"{record.count(bits)} elements, but {describe(t)} holds {count}")
+                           f"{record.count} elements, but {describe(t)} holds {count}")
 
 
 _DATA_WORDS = {"TensorData": "tensor data", "ListData": "a list", "TupleData": "a tuple",

@@ -23,7 +23,8 @@ COMMANDS = [
     ("unpack", "unpack_cmd", "write a .mlpackage as DIR/model.mil and DIR/weights/"),
     ("pack", "pack_cmd", "write DIR/model.mil and DIR/weights/ as a .mlpackage"),
     ("fmt", "fmt_cmd", "rewrite .mil files in canonical form"),
-    ("diff", "diff_cmd", "compare two models or programs as MIL text"),
+    ("diff", "diff_cmd", "compare two models or programs by structure (or as text, --text)"),
+    ("graph", "graph_cmd", "draw a program as a graph (Graphviz DOT or SVG)"),
     ("git-setup", "git_setup_cmd", "make git diff and git log -p show models as MIL text"),
     ("textconv", "textconv_cmd", "MIL text of a file, for git's textconv (never fails)"),
     ("check", "check_cmd", "report what is wrong in programs that parse"),
@@ -32,12 +33,16 @@ COMMANDS = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or given `command`, of that one only (no other module is
+    loaded): git runs `miltext textconv` once per file, so start-up counts."""
     ap = argparse.ArgumentParser(prog="miltext", description="Core ML's MIL as source text.")
     ap.add_argument("--version", action="version", version=f"miltext {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module_name, help_text in COMMANDS:
+        if command is not None and name != command:
+            continue
         module = importlib.import_module(f"{__name__}.{module_name}")
         p = sub.add_parser(name, help=help_text, description=module.__doc__.split("\n\n")[0])
         module.add_arguments(p)
@@ -47,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    names = {name for name, _, _ in COMMANDS}
+    command = argv[0] if argv and argv[0] in names else None
+    args = build_parser(command).parse_args(argv)
     try:
         return args.run(args)
     except ParseError as e:
@@ -70,6 +78,9 @@ def main(argv=None) -> int:
         return args.error_status
 
 
+_CHUNK = 1 << 20
+
+
 def with_error(message: str, args=None) -> str:
     """`message` saying it is an error, as every error line does: `FILE: error: ...` when it
     starts with a file the command was given, else `miltext: error: ...`."""
@@ -89,7 +100,8 @@ def with_error(message: str, args=None) -> str:
 def write_stdout(text: str) -> None:
     """Text to stdout; a reader that stops early (`miltext print x | head`) is no error."""
     try:
-        sys.stdout.write(text)
+        for start in range(0, len(text), _CHUNK):  # encoded a piece at a time, not all at once
+            sys.stdout.write(text[start:start + _CHUNK])
         sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -4,7 +4,8 @@ out, as canonical text on stdout.
 Output types the text leaves out are inferred: by miltext's own rules for the common ops, and
 by coremltools' (when it is installed) for the others. An op without `name=` takes its first
 output's name; its literal arguments become `const` ops, as `build` writes them. An op whose
-types cannot be inferred is an error at its line. FILE - reads the text from stdin.
+types cannot be inferred is an error at its line. The comments and blank lines of a .mil file
+stay where they were, as `fmt` keeps them. FILE - reads the text from stdin.
 """
 from . import write_stdout
 
@@ -20,6 +21,22 @@ def run(args) -> int:
     from .build_cmd import make_explicit
     with Progress("infer", stages={"reading": 1, "inferring": 1}) as progress:
         model = read_model(args.file, progress)
+        notes = _trivia(model)
         make_explicit(model, args.file, progress)
-    write_stdout(model_text(model))
+    if notes is None:
+        write_stdout(model_text(model))
+    else:
+        from ..source.formatter import source_text
+        write_stdout(source_text(model, notes))
     return 0
+
+
+def _trivia(model):
+    """The comments and layout of the text the model was read from, when it is miltext's text."""
+    from ..source.trivia import Trivia
+    from ..text.modelmil_words import looks_like_modelmil
+    from ..text.parser import looks_like_coremltools_print
+    text = model.text  # None for a model read from a binary file
+    if text is None or looks_like_modelmil(text):
+        return None
+    return Trivia(model.program, text, looks_like_coremltools_print(text))

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import os
-import re
 
 from ..sources import program_file, read_source
 from . import Model
 from .section import SectionError, located_error, section_text, spec_from_section
 
 
-def model_text(model: Model, weights=None) -> str:
+def model_text(model: Model, weights=None, program: str | None = None) -> str:
     """The canonical text of a model; with `weights` (a blobs.Weights), a digest beside each
-    blob reference."""
-    program = model.program_text()
+    blob reference; with `program`, that text for the program (an author's, miltext.source)."""
+    program = model.program_text() if program is None else program
     text = program if model.spec is None else section_text(model.spec) + ("\n" + program if program else "")
     if weights is not None:
         from .blobs import with_digests
-        text = with_digests(text, weights)
+        text = with_digests(text, weights, model.program)
     return text
 
 
@@ -61,21 +60,3 @@ def file_text(path: str, weight_digests: bool | None = False, progress=None) -> 
         return model_text(model)
     with Weights(model.folder, path) as weights:
         return model_text(model, weights)
-
-
-# A `#` outside strings: a comment, which the canonical form has no place for.
-_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|(#)')
-
-
-def has_comments(text: str) -> bool:
-    return any(m.group(1) for m in _COMMENT.finditer(text))
-
-
-def canonical_text(text: str, filename: str | None = None) -> str:
-    """What `miltext fmt` makes of MIL text: its canonical form, model section included; Apple's
-    model.mil dialect stays in its dialect."""
-    from ..text.modelmil_words import looks_like_modelmil
-    if looks_like_modelmil(text):
-        from .. import dumps, loads
-        return dumps(loads(text, filename), "modelmil")
-    return model_text(parse_model(text, filename))
