@@ -102,8 +102,7 @@ CORRUPTIONS = {"truncated model": "not a Core ML model (truncated or corrupt pro
                "no manifest": "not a model package (no Manifest.json)",
                "no model file": "the model file Data/com.apple.CoreML/model.mlmodel is missing"}
 WEIGHT_CORRUPTIONS = ["truncated weights", "bad sentinel", "no weights"]
-PACK_CHECKS = {"truncated weights": r"the blob at offset \d+ runs past the end of weight.bin",
-               "bad sentinel": r"no blob starts at offset \d+ of weight.bin"}
+PACK_CHECKS = {"truncated weights", "bad sentinel"}
 
 
 @pytest.mark.parametrize("how", CORRUPTIONS)
@@ -127,10 +126,10 @@ def test_pack_of_a_corrupt_folder_is_one_clear_message_and_leaves_nothing(how, t
     assert_clean_failure(result)
     if how == "broken text":
         assert result.stderr.startswith("dir/model.mil:1:")
-    elif how in PACK_CHECKS:    # found by the check pack runs first, at the blob's line
-        assert re.match(r"dir/model.mil:\d+:\d+: error: " + PACK_CHECKS[how], result.stderr), result.stderr
     else:
         assert CORRUPTIONS[how] in result.stderr
+        if how in PACK_CHECKS:    # found by the check pack runs first, at the blob's line
+            assert re.match(r"dir/model.mil:\d+:\d+: error: ", result.stderr), result.stderr
     assert not (tmp_path / "out.mlpackage").exists() and leftovers(tmp_path) == []
 
 

@@ -39,9 +39,13 @@ def diagnostics(model, path: str, weights: str | None = None, progress=None) -> 
 def refusal(path: str, found: list, text: str) -> str | None:
     """What a command that writes says when `found` holds an error (every diagnostic, then the
     count), or None when there is none: then it may write. Besides errors, the warnings Core ML
-    cannot load past (an unknown op, a name defined twice) refuse too: Diagnostic.blocks_build."""
+    cannot load past (an unknown op, a name defined twice) refuse too: Diagnostic.blocks_build;
+    for the command that refuses, they are errors, and say so."""
+    from dataclasses import replace
+
     from ..checker.render import render_text, summary
     if not any(d.blocks_build for d in found):
         return None
+    found = [replace(d, severity="error") if d.blocks_build else d for d in found]
     return render_text(found, {path: text}) + summary(found) + \
         "; nothing written (--no-verify writes it anyway)\n"
