@@ -5,12 +5,18 @@ from dataclasses import dataclass, field
 
 SEVERITIES = ("error", "warning", "note")
 
+# Warnings of `check` that `build` refuses all the same: what the proto can hold and miltext
+# reads unambiguously, but Core ML cannot load (an op it does not know, a name defined twice).
+BUILD_REFUSES = frozenset({"unknown-op", "redefinition"})
+
 
 @dataclass
 class Diagnostic:
     """One finding. `line` and `column` are 1-based and None when the program was not parsed
     from text; `rule` names the check that found it (docs/check.md lists them); `notes` are
-    Diagnostics of severity "note" that point at related places ("first defined here")."""
+    Diagnostics of severity "note" that point at related places ("first defined here");
+    `suggestion` is the text that would replace what is at the place ("did you mean"), for
+    editors to offer as a fix."""
     severity: str
     message: str
     line: int | None = None
@@ -18,10 +24,16 @@ class Diagnostic:
     file: str | None = None
     rule: str = ""
     notes: list[Diagnostic] = field(default_factory=list)
+    suggestion: str | None = None
 
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
+
+    @property
+    def blocks_build(self) -> bool:
+        """Whether `build` refuses the program for it: an error, or a warning in BUILD_REFUSES."""
+        return self.is_error or self.rule in BUILD_REFUSES
 
     def to_dict(self) -> dict:
         out = {"file": self.file, "line": self.line, "column": self.column,

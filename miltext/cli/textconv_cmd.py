@@ -5,8 +5,6 @@ git runs it once per file version, often on a temporary copy with nothing beside
 shows no digests beside blob references (the weight file's own text shows them), and it never
 fails: a file it cannot read becomes one line saying so, with the file's size and digest.
 """
-import hashlib
-
 from . import write_stdout
 
 
@@ -15,16 +13,20 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    try:
-        from ..model.text import file_text
-        text = file_text(args.file)
-    except Exception as e:  # git shows whatever this prints; a failure must not break `git diff`
-        text = fallback(args.file, e)
-    write_stdout(text)
+    write_stdout(textconv_text(args.file))
     return 0
 
 
+def textconv_text(path: str) -> str:
+    try:
+        from ..model.text import file_text
+        return file_text(path)
+    except Exception as e:  # git shows whatever this prints; a failure must not break `git diff`
+        return fallback(path, e)
+
+
 def fallback(path: str, error: Exception) -> str:
+    import hashlib   # here: git runs textconv once per file, so start-up counts
     reason = str(error).split("\n")[0].replace(path, "").lstrip(": ") or type(error).__name__
     text = f"# miltext: not shown as MIL text ({reason})\n"
     try:

@@ -3,15 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from .. import dtypes, packing
+from ..lazy import LazyTable, numpy as np
 from .types import TensorType, ValueType
 
 # numpy element type of each numeric TensorValue field (strings are a list, bytes are bytes).
-FIELD_NUMPY = {"floats": np.dtype(np.float32), "doubles": np.dtype(np.float64),
-               "ints": np.dtype(np.int32), "longInts": np.dtype(np.int64),
-               "bools": np.dtype(np.bool_)}
+_FIELD_TYPES = {"floats": "float32", "doubles": "float64", "ints": "int32", "longInts": "int64", "bools": "bool"}
+FIELD_NUMPY = LazyTable(_FIELD_TYPES, lambda field: np.dtype(_FIELD_TYPES[field]))
 FIELDS = ("floats", "ints", "bools", "strings", "longInts", "doubles", "bytes")
 
 DEFAULT_WEIGHT_FILE = "@model_path/weights/weight.bin"
@@ -104,6 +102,8 @@ class Value:
     @classmethod
     def tensor(cls, values, dtype: str | None = None) -> "Value":
         """A tensor value from array-like data, stored the way coremltools stores it."""
+        if isinstance(values, str) and dtype in (None, "string"):   # as below, without numpy
+            return cls(TensorType("string", ()), TensorData("strings", [values]))
         if isinstance(values, str) or (isinstance(values, (list, tuple)) and _all_strings(values)):
             array = np.array(values, dtype=object)
             dtype = dtype or "string"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 
 from ..files import atomic_folder, open_regular, read_regular
 from ..errors import InputError
@@ -138,4 +137,5 @@ def _identifiers(path: str) -> dict:
 
 
 def _identifier(item: str) -> str:
+    import uuid   # here, not at the top: textconv's start-up (see miltext.lazy)
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"miltext:{item}"))

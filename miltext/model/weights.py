@@ -10,12 +10,11 @@ next record starts at the next multiple of 64, and the file ends with the last b
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 from dataclasses import dataclass
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, packing
 from ..files import atomic_file, open_regular
@@ -162,6 +161,7 @@ class WeightReader:
     def digest(self, offset: int) -> str:
         """A short sha256 of the blob's data: enough to see in a diff that it changed."""
         info = self.info(offset)
+        import hashlib   # here, not at the top: textconv's start-up (see miltext.lazy)
         h = hashlib.sha256()
         at, end = info.data_offset, info.data_offset + info.size
         while at < end:

@@ -1754,6 +1754,17 @@ static void put_packed_b64(Ctx *c, const DType *dt, const Value *v, const Elems 
     put_b64(c, buf, e->n * (size_t)width);
 }
 
+/* printer._empty_nesting: the product of the sizes before the first zero, capped. */
+static uint64_t empty_nesting(const Type *t) {
+    uint64_t total = 1;
+    for (size_t i = 0; i + 1 < t->ndims; i++) {
+        if (t->dims[i].size == 0) break;
+        total *= t->dims[i].size;
+        if (total > g_inline_limit) break;
+    }
+    return total;
+}
+
 /* printer._tensor_literal; `t` is the shape's type (NULL: no shape). 0 for None. */
 static int tensor_literal(Ctx *c, const DType *dt, const Value *v, Count count, const Type *t,
                           int allow_b64) {
@@ -1778,7 +1789,16 @@ static int tensor_literal(Ctx *c, const DType *dt, const Value *v, Count count, 
             put_scalar(c, dt, &e, 0);
         } else {
             if (t->ndims > MAX_NEST_DIMS) FAIL(c);
-            put_nested(c, dt, &e, t->dims, t->ndims, 0, n);
+            if (n == 0 && empty_nesting(t) > g_inline_limit) {
+                /* printer._empty_nesting: (10**9, 0) would nest a billion `[]`s */
+                if (!allow_b64) {
+                    release(c, m);
+                    return 0;
+                }
+                PUTS(c, "[]");
+            } else {
+                put_nested(c, dt, &e, t->dims, t->ndims, 0, n);
+            }
         }
     } else if (allow_b64) {
         put_flat(c, dt, &e, 0, n);

@@ -7,8 +7,9 @@ attributes by key), each value in the plainest form that reads back to the same 
 from __future__ import annotations
 
 import base64
+from contextvars import ContextVar
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, ops, packing
 from ..bulk import bulk
@@ -22,25 +23,33 @@ INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, 
 INDENT = "  "
 _NO_CONTEXT = object()
 
+# How the op being printed writes its literals, when it is an author's (miltext.source.layout):
+# numbers past INLINE_LIMIT too, and nested lists that the layout may break into rows.
+AUTHORED = ContextVar("authored_literals", default=None)
 
-def print_program(program) -> str:
+def print_program(program, notes=None) -> str:
+    """The canonical text; with `notes` (a miltext.source.trivia.Trivia), an author's text:
+    their comments and blank lines placed by the notes, their literals laid out by them."""
     token = blob_layout.PRINTING.set(blob_layout.Layout())
     try:
         with bulk():
-            return _program_text(program)
+            return _program_text(program, notes)
     finally:
         blob_layout.PRINTING.reset(token)
 
 
-def _program_text(program) -> str:
-    parts = []
+def _program_text(program, notes=None) -> str:
+    """One list of lines for the whole program, joined once: a big program's text is built
+    twice at most (its lines, then the text), not once more per function and newline."""
     header = _header(program)
-    if header:
-        parts.append(header)
-    names = sorted(program.functions, key=lambda n: (n != "main", n))
-    for name in names:
-        parts.append(function_text(name, program.functions[name]))
-    return "\n\n".join(parts) + ("\n" if parts else "")
+    lines = [header] if header else []
+    for name in sorted(program.functions, key=lambda n: (n != "main", n)):
+        if lines:
+            lines.append("")  # a blank line between parts
+        function_lines(name, program.functions[name], lines, notes)
+    if lines:
+        lines.append("")  # the final newline
+    return "\n".join(lines)
 
 
 def _header(program) -> str:
@@ -54,31 +63,44 @@ def _header(program) -> str:
 
 # ---- structure --------------------------------------------------------------------------------
 
-def function_text(name: str, fn) -> str:
-    head = lexemes.name(name) + (f"[{lexemes.name(fn.opset)}]" if fn.opset else "") + "("
-    sep = ",\n" + " " * len(head)
-    lines = [head + sep.join(var_decl(v) for v in fn.inputs) + ")" + attributes_text(fn.attributes) + " {"]
-    counter = [0]
-    keys = sorted(fn.blocks, key=lambda k: (k != fn.opset, k))
-    for key in keys:
-        block_lines(fn.blocks[key], INDENT, None if key == fn.opset else key, counter, lines)
-    lines.append("}")
+def function_text(name: str, fn, notes=None) -> str:
+    lines = []
+    function_lines(name, fn, lines, notes)
     return "\n".join(lines)
 
 
-def block_lines(block, indent: str, key, counter: list, lines: list) -> None:
+def function_lines(name: str, fn, lines: list, notes=None) -> None:
+    head = lexemes.name(name) + (f"[{lexemes.name(fn.opset)}]" if fn.opset else "") + "("
+    sep = ",\n" + " " * len(head)
+    if notes is None:
+        head += sep.join(var_decl(v) for v in fn.inputs)
+    else:
+        head += notes.inputs(fn, [var_decl(v) for v in fn.inputs], " " * len(head))
+    head += ")" + attributes_text(fn.attributes) + " {"
+    if notes is not None:
+        head = notes.opening(fn, "", lines, head)
+    lines.append(head)
+    counter = [0]
+    keys = sorted(fn.blocks, key=lambda k: (k != fn.opset, k))
+    for key in keys:
+        block_lines(fn.blocks[key], INDENT, None if key == fn.opset else key, counter, lines, notes)
+    lines.append("}" if notes is None else notes.closing(fn, "", lines, "}"))
+
+
+def block_lines(block, indent: str, key, counter: list, lines: list, notes=None) -> None:
     label = f"block{counter[0]}"
     counter[0] += 1
     spec = f"[{lexemes.name(key)}]" if key is not None else ""
     inputs = ", ".join(var_decl(v) for v in block.inputs)
-    lines.append(f"{indent}{label}{spec}({inputs}){attributes_text(block.attributes)} {{")
+    head = f"{indent}{label}{spec}({inputs}){attributes_text(block.attributes)} {{"
+    lines.append(head if notes is None else notes.opening(block, indent, lines, head))
     inner = indent + INDENT
     for op in block.operations:
-        lines.append(inner + op_text(op))
+        lines.append(inner + op_text(op) if notes is None else notes.op_line(op, inner, lines))
         for nested in op.blocks:
-            block_lines(nested, inner + INDENT, None, counter, lines)
-    outputs = ", ".join(lexemes.var(o) for o in block.outputs)
-    lines.append(f"{indent}}} -> ({outputs})")
+            block_lines(nested, inner + INDENT, None, counter, lines, notes)
+    end = f"{indent}}} -> ({', '.join(lexemes.var(o) for o in block.outputs)})"
+    lines.append(end if notes is None else notes.closing(block, indent, lines, end))
 
 
 def var_decl(v) -> str:
@@ -88,10 +110,16 @@ def var_decl(v) -> str:
 
 
 def op_text(op) -> str:
+    head, args, tail = op_parts(op)
+    return f"{head}{', '.join(text for _, text in args)}{tail}"
+
+
+def op_parts(op) -> tuple[str, list, str]:
+    """An op's text in three: up to its `(`, its arguments as (key, text), and from its `)`."""
     outs = ", ".join(var_decl(v) for v in op.outputs)
     order = ops.input_order(op.type)
     keys = sorted(op.inputs, key=lambda k: (order.get(k, len(order)), k))
-    args = [f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}" for k in keys]
+    args = [(k, f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}") for k in keys]
     attrs = op.attributes
     rest = {}
     if attrs:
@@ -99,11 +127,11 @@ def op_text(op) -> str:
             if key not in ("name", "val"):
                 rest[key] = attrs[key]
         if "val" in attrs:
-            args.append(f"val={value_text(attrs['val'])}")
+            args.append(("val", f"val={value_text(attrs['val'])}"))
         if "name" in attrs:
-            args.append(f"name={value_text(attrs['name'])}")
-    call = f"{lexemes.name(op.type)}({', '.join(args)}){attributes_text(rest)}"
-    return f"{outs} = {call}" if outs else call
+            args.append(("name", f"name={value_text(attrs['name'])}"))
+    head = f"{lexemes.name(op.type)}("
+    return (f"{outs} = {head}" if outs else head), args, ")" + attributes_text(rest)
 
 
 def bindings_text(key: str, bindings: list) -> str:
@@ -232,7 +260,7 @@ def _short_form(v: Value, bare: bool) -> str | None:
         if not dt.kind in ("float", "int", "uint", "bool", "string"):
             return None
         count = t.element_count
-        if count > INLINE_LIMIT and dt.kind != "string":
+        if count > INLINE_LIMIT and dt.kind != "string" and not _numbers_past_limit():
             return None
         text = _tensor_literal(dt, v.data, count, shape) if dt.storage == v.data.field else None
         if text is None:
@@ -364,13 +392,19 @@ def _tensor_literal(dt, data: TensorData, count, shape, allow_b64: bool = False)
     if elements is None:
         return None
     n = len(elements)
-    if n > INLINE_LIMIT and dt.kind != "string":
+    if n > INLINE_LIMIT and dt.kind != "string" and not _numbers_past_limit():
         if not allow_b64 or (count is not None and n != count):
             return None
         return _b64(data.values if data.field == "bytes" else packing.pack(dt, data.values))
     scalars = lexemes.element_texts(dt, elements)
     if shape is not None and count == n:
-        return scalars[0] if not shape else _nest(scalars, shape)
+        if not shape:
+            return scalars[0]
+        if not n and _empty_nesting(shape) > INLINE_LIMIT:
+            # (10**9, 0) would nest a billion `[]`s: a typed context reads a flat `[]` as well
+            return "[]" if allow_b64 else None
+        authored = AUTHORED.get()
+        return _nest(scalars, shape) if authored is None else authored.literal(scalars, shape)
     return "[" + ", ".join(scalars) + "]" if allow_b64 else None
 
 
@@ -393,6 +427,24 @@ def _decoded(dt, data: TensorData, count):
     if dt.kind == "string":
         return data.values
     return decode_tensor(dt, data, count)
+
+
+def _empty_nesting(shape: tuple) -> int:
+    """How many `[]` the nested literal of an empty tensor of `shape` holds: the product of the
+    sizes before the first zero (the text would be that long whatever the input's size)."""
+    total = 1
+    for d in shape[:-1]:
+        if d == 0:
+            break
+        total *= d
+        if total > INLINE_LIMIT:
+            break
+    return total
+
+
+def _numbers_past_limit() -> bool:
+    authored = AUTHORED.get()
+    return authored is not None and authored.numbers
 
 
 def _nest(scalars: list, shape: tuple) -> str:

@@ -6,6 +6,7 @@ import numpy as np
 from ..errors import Unsupported
 from ..registry import rule
 from ..shapes import broadcast, tensor
+from ..symbols import derived, known
 
 ARITHMETIC = ("add", "sub", "mul", "real_div", "floor_div", "mod", "pow", "maximum", "minimum")
 TO_BOOL = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
@@ -27,9 +28,12 @@ def _integer_value(ops, dtype: str):
     that an op taking the result as a shape knows it."""
     x, y = ops.value("x", required=False), ops.value("y", required=False)
     compute = _INTEGER.get(ops.op.type)
-    if compute is None or x is None or y is None or not dtype.startswith("int") \
-            or x.dtype == object or y.dtype == object:
+    if compute is None or x is None or y is None or not dtype.startswith("int"):
         return None
+    if x.dtype == object or y.dtype == object:   # a size known at run time: a Sym of the sum
+        def element(a, b):
+            return compute(a, b) if known(a) and known(b) else derived(ops.op.type, a, b)
+        return np.vectorize(element, otypes=[object])(x, y)
     return compute(x, y).astype(x.dtype)
 
 

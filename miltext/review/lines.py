@@ -1,0 +1,80 @@
+"""Canonical MIL text as a list of lines, each split into what a structural comparison needs:
+the names it defines, the names it uses, its op's type and name, the blobs it refers to, and a
+template of everything else.
+
+The canonical printer puts one op per line and spells every name the same way, so the lines of
+its text are the program's structure: no parse (and no object model) is needed to compare two
+programs. A var token followed by `: ` declares a name (op outputs, function and block inputs,
+the model section's inputs and outputs); any other var token uses one.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..ir import DEFAULT_WEIGHT_FILE
+from ..text import lexemes
+
+# A string, a var (bare or quoted), or a blob reference, as the canonical printer writes them.
+_STRING = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_TOKEN = re.compile(rf'(?=[(%n"])(?:(?P<blob>\(blob\((?:(?P<file>{_STRING}), )?(?P<offset>[0-9]+)\)\))'
+                    rf'|(?P<var>%(?:{_STRING}|[A-Za-z0-9_.@/]+))(?P<decl>: )?'
+                    rf'|(?P<name>(?<=[(\s])name=)(?P<value>{_STRING})(?=[,)])'
+                    rf'|{_STRING})')
+_OP = re.compile(rf'= ((?:[A-Za-z_][A-Za-z0-9_.]*|{_STRING}))\(')
+
+DEF, USE, BLOB = "\x00D", "\x00U", "\x00B"   # placeholders in a template
+
+
+@dataclass(slots=True)
+class Line:
+    text: str
+    template: str                       # the text with names, uses, blobs and the op's name cut out
+    defs: list = field(default_factory=list)     # names declared, in order
+    uses: list = field(default_factory=list)     # names used, in order
+    blobs: list = field(default_factory=list)    # (file, offset) of each blob reference
+    op: str | None = None               # the op type, on an op line
+    name: str | None = None             # the op's name attribute
+
+    @property
+    def is_const(self) -> bool:
+        return self.op == "const"
+
+
+def split_lines(text: str) -> list[Line]:
+    return [_line(t) for t in text.split("\n")[:-1 if text.endswith("\n") else None]]
+
+
+def _line(text: str) -> Line:
+    if "%" not in text and "blob(" not in text and "name=" not in text:
+        return Line(text, text)
+    pieces, defs, uses, blobs, at = [], [], [], [], 0
+    op_name = None
+    for m in _TOKEN.finditer(text):
+        if m.group("blob") is not None:
+            file = lexemes.unquote(m.group("file")) if m.group("file") else DEFAULT_WEIGHT_FILE
+            blobs.append((file, int(m.group("offset"))))
+            cut = BLOB
+        elif m.group("var") is not None:
+            name = lexemes.var_name(m.group("var"))
+            if m.group("decl"):
+                defs.append(name)
+                cut = DEF + ": "
+            else:
+                uses.append(name)
+                cut = USE
+        elif m.group("name") is not None:
+            op_name = lexemes.unquote(m.group("value"))
+            cut = "name=\x00N"
+        else:
+            continue   # a string: nothing to cut
+        pieces.append(text[at:m.start()])
+        pieces.append(cut)
+        at = m.end()
+    pieces.append(text[at:])
+    template = "".join(pieces)
+    op = _OP.search(template)
+    op_type = None
+    if op:
+        op_type = lexemes.unquote(op.group(1)) if op.group(1).startswith('"') else op.group(1)
+    return Line(text, template, defs, uses, blobs, op_type, op_name)
