@@ -22,8 +22,10 @@ _TOKEN = re.compile(rf'(?=[(%n"])(?:(?P<blob>\(blob\((?:(?P<file>{_STRING}), )?(
                     rf'|(?P<name>(?<=[(\s])name=)(?P<value>{_STRING})(?=[,)])'
                     rf'|{_STRING})')
 _OP = re.compile(rf'= ((?:[A-Za-z_][A-Za-z0-9_.]*|{_STRING}))\(')
+_BARE_OP = re.compile(rf' {{4,}}((?:[A-Za-z_][A-Za-z0-9_.]*|{_STRING}))\(')
+_BLOCK = re.compile(r'block[0-9]+[(\[]')
 
-DEF, USE, BLOB = "\x00D", "\x00U", "\x00B"   # placeholders in a template
+DEF, USE, BLOB = "\x00D", "\x00U", "\x00B"   # placeholders in a template (no text holds a NUL)
 
 
 @dataclass(slots=True)
@@ -36,10 +38,6 @@ class Line:
     op: str | None = None               # the op type, on an op line
     name: str | None = None             # the op's name attribute
 
-    @property
-    def is_const(self) -> bool:
-        return self.op == "const"
-
 
 def split_lines(text: str) -> list[Line]:
     return [_line(t) for t in text.split("\n")[:-1 if text.endswith("\n") else None]]
@@ -47,7 +45,7 @@ def split_lines(text: str) -> list[Line]:
 
 def _line(text: str) -> Line:
     if "%" not in text and "blob(" not in text and "name=" not in text:
-        return Line(text, text)
+        return Line(text, text, op=_op_type(text))
     pieces, defs, uses, blobs, at = [], [], [], [], 0
     op_name = None
     for m in _TOKEN.finditer(text):
@@ -73,8 +71,16 @@ def _line(text: str) -> Line:
         at = m.end()
     pieces.append(text[at:])
     template = "".join(pieces)
-    op = _OP.search(template)
-    op_type = None
-    if op:
-        op_type = lexemes.unquote(op.group(1)) if op.group(1).startswith('"') else op.group(1)
-    return Line(text, template, defs, uses, blobs, op_type, op_name)
+    return Line(text, template, defs, uses, blobs, _op_type(template), op_name)
+
+
+def _op_type(template: str) -> str | None:
+    """The op type of an op line: after ` = `, or first on a line of an op without outputs
+    (indented as ops are, and no block header)."""
+    m = _OP.search(template)
+    if m is None:
+        m = _BARE_OP.match(template)
+        if m is None or _BLOCK.match(template, m.start(1)):
+            return None
+    token = m.group(1)
+    return lexemes.unquote(token) if token.startswith('"') else token
