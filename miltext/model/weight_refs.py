@@ -17,7 +17,7 @@ import difflib
 import os
 from dataclasses import dataclass
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, packing
 from ..errors import InputError
