@@ -52,7 +52,8 @@ def squeeze(a):
 
 @kernel("concat")
 def concat(a):
-    values = [np.asarray(v) for v in a.many("values")]
+    # rank-0 values join as one element each (the shape arithmetic of converted transformers)
+    values = [np.asarray(v).reshape(1) if np.ndim(v) == 0 else np.asarray(v) for v in a.many("values")]
     axis = a.scalar("axis")
     if a.scalar("interleave", False):
         n = len(values)
