@@ -27,8 +27,14 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def _program_bytes(text: str) -> bytes:
-    return parse_model(text).program.to_bytes()
+def _program_bytes(text: str):
+    """The program's proto bytes; its canonical text where it has no proto until it is built
+    (weights read from .npy or .safetensors files then)."""
+    program = parse_model(text).program
+    try:
+        return program.to_bytes()
+    except miltext.ProgramError:
+        return miltext.dumps(program)
 
 
 def _formats_safely(text: str) -> str:

@@ -63,7 +63,7 @@ class _Values:
             self.value(v, partial(where.key, op.loc, key))
         if op.type == "const" and "val" in op.attributes and len(op.outputs) == 1:
             val, out = op.attributes["val"], op.outputs[0]
-            if not compatible(val.type, out.type):
+            if val.type != out.type and not compatible(val.type, out.type):
                 self.ctx.error("value-type", where.key(op.loc, "val"),
                                f"the value is {describe(val.type)}, but {var(out.name)} is declared "
                                f"{describe(out.type)}")

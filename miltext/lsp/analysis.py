@@ -37,7 +37,7 @@ class Analysis:
     def __init__(self, text: str, previous: "Analysis | None" = None, path: str | None = None):
         self.reading = Reading(text, previous.reading if previous is not None else None)
         self.index = self.reading.index = Index(self.reading, previous.index if previous is not None else None)
-        self.source = Source(text)
+        self.source = Source(text, self.reading.lines)
         self.modelmil = self.reading.modelmil
         self.model, self.program = self.reading.model, self.reading.program
         self.path = path

@@ -27,23 +27,12 @@ def full(program, text: str, weights: str | None = None, section=None) -> list:
 
 
 def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
-    """(first, end in old, end in new): the lines outside [first, end) are the same in both.
-    Found by halving, comparing slices (a comparison of lists runs in C)."""
+    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
     most = min(len(old), len(new))
-    first = _longest(lambda m: old[:m] == new[:m], most)
-    last = _longest(lambda m: old[len(old) - m:] == new[len(new) - m:], most - first)
+    first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
+    last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),
+                most - first)
     return first, len(old) - last, len(new) - last
-
-
-def _longest(same, most: int) -> int:
-    lo, hi = 0, most
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if same(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def incremental(before, reading, index, diagnostics: list, weights: str | None = None) -> list | None:

@@ -75,8 +75,9 @@ class Reading:
             window = self.layout.pieces[i:i + n]
             self.replaced = before[i:k]
             made = self._made(window, before[i:k])
-            for p in before[k:]:
-                _shift(p, p.piece.start - p.line)
+            if self.changed[2] != self.changed[1]:   # lines were added or taken out
+                for p in before[k:]:
+                    _shift(p, p.piece.start - p.line)
             self.added = made
             return before[:i] + made + before[k:]
         self.replaced, self.added = before, None
@@ -188,11 +189,11 @@ class Reading:
         for _, b in blocks:
             b.operations = []
         errors = [(line + 1, column + 1, "this '{' is never closed") for line, column, _ in self.layout.unclosed_braces]
-        for p in self.pieces:
-            errors += p.errors
-            i = bisect_right(starts, p.piece.start) - 1
-            if p.ops and i >= 0:
-                blocks[i][1].operations.extend(p.ops)
+        errors += [e for p in self.pieces if p.errors for e in p.errors]
+        pieces = self.pieces
+        bounds = [bisect_right(pieces, line, key=lambda p: p.piece.start) for line in starts] + [len(pieces)]
+        for (_, block), first, end in zip(blocks, bounds, bounds[1:]):
+            block.operations = [op for p in pieces[first:end] for op in p.ops]
         self.program = program
         self.errors = sorted(errors)
         spec = None

@@ -96,9 +96,6 @@ class MilServer(LanguageServer):
         a = self.analysis(uri)
         diagnostics = [self.diagnostic(uri, a, f) for f in a.findings(complete)]
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
-        if a.complete:
-            gc.collect()
-            gc.freeze()
 
     def diagnostic(self, uri: str, a: Analysis, f) -> lsp.Diagnostic:
         related = [lsp.DiagnosticRelatedInformation(
@@ -276,8 +273,8 @@ def _path(uri: str) -> str | None:
 
 
 def serve() -> None:
-    # A 10k-op program is millions of objects that live as long as the document: the cyclic
-    # collector walking them again and again would cost more than any edit. Collections are
-    # rarer, and what an analysis left behind is set aside from them (see publish).
+    # A 10k-op program is millions of objects that live as long as the document (bulk() moves
+    # them to the oldest generation): young collections are made rarer, so that an edit's few
+    # thousand new objects seldom set one off.
     gc.set_threshold(100_000, 50, 100)
     server.start_io(BoundedReader())

@@ -45,15 +45,15 @@ def op_text(op, column: int, numbers: bool, wraps: bool, inside=None) -> str:
     policy = Literals(numbers, wraps)
     token = printer.AUTHORED.set(policy)
     try:
-        head, args, tail = printer.op_parts(op)
+        head, keys, args, tail = printer.op_parts(op)
     finally:
         printer.AUTHORED.reset(token)
     call = column + len(head)
     if inside is None:
-        text, broken = _lay_out(head + ", ".join(t for _, t in args) + tail, policy.found, column, call)
+        text, broken = _lay_out(head + ", ".join(args) + tail, policy.found, column, call)
     else:  # each argument from the call's column on; the comments added after, as they are
-        laid = [_lay_out(t, policy.found, call, call) for _, t in args]
-        text = head + one_per_line([t for t, _ in laid], [inside.after.get(k) for k, _ in args],
+        laid = [_lay_out(t, policy.found, call, call) for t in args]
+        text = head + one_per_line([t for t, _ in laid], [inside.after.get(k) for k in keys],
                                    inside.before, " " * call)
         tail, tail_broken = _lay_out(tail, policy.found, _column_after(text, column), call)
         broken = tail_broken or any(b for _, b in laid)

@@ -110,28 +110,29 @@ def var_decl(v) -> str:
 
 
 def op_text(op) -> str:
-    head, args, tail = op_parts(op)
-    return f"{head}{', '.join(text for _, text in args)}{tail}"
+    head, _, args, tail = op_parts(op)
+    return f"{head}{', '.join(args)}{tail}"
 
 
-def op_parts(op) -> tuple[str, list, str]:
-    """An op's text in three: up to its `(`, its arguments as (key, text), and from its `)`."""
+def op_parts(op) -> tuple[str, list, list, str]:
+    """An op's text in parts: up to its `(`, the keys of its arguments and their texts, and
+    from its `)` on."""
     outs = ", ".join(var_decl(v) for v in op.outputs)
     order = ops.input_order(op.type)
     keys = sorted(op.inputs, key=lambda k: (order.get(k, len(order)), k))
-    args = [(k, f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}") for k in keys]
+    args = [f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}" for k in keys]
     attrs = op.attributes
     rest = {}
     if attrs:
         for key in sorted(attrs):
             if key not in ("name", "val"):
                 rest[key] = attrs[key]
-        if "val" in attrs:
-            args.append(("val", f"val={value_text(attrs['val'])}"))
-        if "name" in attrs:
-            args.append(("name", f"name={value_text(attrs['name'])}"))
-    head = f"{lexemes.name(op.type)}("
-    return (f"{outs} = {head}" if outs else head), args, ")" + attributes_text(rest)
+        for key in ("val", "name"):
+            if key in attrs:
+                keys.append(key)
+                args.append(f"{key}={value_text(attrs[key])}")
+    call = f"{lexemes.name(op.type)}("
+    return (f"{outs} = {call}" if outs else call), keys, args, ")" + attributes_text(rest)
 
 
 def bindings_text(key: str, bindings: list) -> str:
