@@ -33,7 +33,7 @@ from miltext.infer import fill_names, infer, registry  # noqa: E402
 from miltext.infer import coremltools_rules, engine  # noqa: E402
 from miltext.infer.complete import blocks  # noqa: E402
 from miltext.infer.errors import InferenceError, Unsupported  # noqa: E402
-from miltext.infer.symbols import concrete, fully_known  # noqa: E402
+from miltext.infer.symbols import concrete  # noqa: E402
 from miltext.text.printer import type_text  # noqa: E402
 
 
@@ -66,8 +66,6 @@ def builder(data: bytes, label: str, disagreements: list, unbuilt: list) -> int:
         nonlocal compared
         if registry.native(op.type) is None or op.type == "const" or op.blocks:
             return None
-        partly_known = [v for key in op.inputs for v in operands.values(key)
-                        if v is not None and not fully_known(v)]
         try:
             mine = registry.native(op.type)[1](operands)
         except (Unsupported, InferenceError) as e:
@@ -78,10 +76,8 @@ def builder(data: bytes, label: str, disagreements: list, unbuilt: list) -> int:
         except InferenceError as e:
             theirs = e
         operands.output_values = values
-        if isinstance(mine, Unsupported) or partly_known:
-            # left to coremltools, or fed a size known only as a symbol, which an op built
-            # alone cannot be given (the recorded comparison covers those)
-            return None if isinstance(mine, Exception) else mine
+        if isinstance(mine, Unsupported):
+            return None          # the rule leaves it to coremltools: nothing of its own to audit
         if isinstance(theirs, Exception) and not isinstance(mine, Exception):
             # coremltools accepted the op when it made the program: failing alone, it lacks
             # what the harness cannot give it (a state, a list, real weight values)

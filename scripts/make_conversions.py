@@ -101,6 +101,20 @@ def nets():
                 x = x + ff(ln2(x))
             return self.ln_f(x) @ self.tok.weight.t()
 
+    class GPT2BuiltMask(GPT2):
+        """GPT-2 whose causal mask is built from the length at run time, as Hugging Face code
+        does: a triangle of -inf (full, triu) and positions compared (arange, masked_fill)."""
+        def forward(self, ids):
+            t = ids.size(-1)
+            positions = torch.arange(t)
+            x = self.tok(ids) + self.pos(positions.unsqueeze(0))
+            mask = torch.full((t, t), -1e4).triu(1)[None, None]
+            future = positions[None, :] > positions[:, None]
+            for attn, ln1, ff, ln2 in zip(self.attn, self.ln1, self.ff, self.ln2):
+                x = x + attn(ln1(x), mask.masked_fill(future, -1e4))
+                x = x + ff(ln2(x))
+            return self.ln_f(x) @ self.tok.weight.t()
+
     class RMSNorm(nn.Module):
         def __init__(self, d):
             super().__init__()
@@ -373,7 +387,7 @@ def nets():
             h = h * torch.sigmoid(self.se2(F.silu(self.se1(F.adaptive_avg_pool2d(h, 1)))))
             return self.head(torch.flatten(F.adaptive_avg_pool2d(self.project(h), 1), 1))
 
-    return torch, {"bert": Bert, "gpt2": GPT2, "llama": Llama, "resnet": ResNet,
+    return torch, {"bert": Bert, "gpt2": GPT2, "gpt2_built_mask": GPT2BuiltMask, "llama": Llama, "resnet": ResNet,
                    "mobilenet": MobileNet, "vit": ViT, "unet": UNet, "gru": GRU, "lstm": LSTM,
                    "whisper": WhisperEncoder, "convnext": ConvNeXt, "swin": Swin, "detr": DETR,
                    "efficientnet": EfficientNet}
@@ -440,6 +454,22 @@ def gpt2(target=None):
                    [ct.TensorType(name="logits")], target or ct.target.iOS17)
 
 
+def gpt2_built_mask():
+    import coremltools as ct
+    import torch
+    return convert("gpt2_built_mask", torch.randint(0, 64, (1, 8)),
+                   [ids_input("ids", (ct.RangeDim(1, 2, default=1), ct.RangeDim(1, 16, default=8)))],
+                   [ct.TensorType(name="logits")], ct.target.iOS17)
+
+
+def bert_enumerated():
+    import coremltools as ct
+    import torch
+    shapes = ct.EnumeratedShapes(shapes=[(1, 8), (2, 16)], default=(1, 8))
+    return convert("bert", torch.randint(0, 64, (1, 8)), [ids_input("ids", shapes)],
+                   [ct.TensorType(name="hidden"), ct.TensorType(name="pooled")], ct.target.iOS17)
+
+
 def llama():
     import coremltools as ct
     import torch
@@ -495,8 +525,11 @@ class _Saved:
 
 
 def image_model(name, shape=(1, 3, 32, 32), target=None):
+    """An image model; `target` a coremltools target or an iOS version number."""
     import coremltools as ct
     import torch
+    if isinstance(target, int):
+        target = getattr(ct.target, f"iOS{target}")
     return convert(name, torch.rand(1, 3, 32, 32), [ct.TensorType(name="image", shape=shape)],
                    [ct.TensorType(name="out")], target or ct.target.iOS17)
 
@@ -553,8 +586,25 @@ def compressed(kind):
         config = cto.OpPalettizerConfig(mode="uniform", nbits=4, granularity="per_grouped_channel",
                                         group_size=16, weight_threshold=0)
         return cto.palettize_weights(model, cto.OptimizationConfig(global_config=config))
+    if kind == "palettized_scaled":     # a palette per group, scaled per channel
+        config = cto.OpPalettizerConfig(mode="uniform", nbits=4, granularity="per_grouped_channel",
+                                        group_size=16, enable_per_channel_scale=True, weight_threshold=0)
+        return cto.palettize_weights(model, cto.OptimizationConfig(global_config=config))
     config = cto.OpMagnitudePrunerConfig(target_sparsity=0.5, weight_threshold=0)
-    return cto.prune_weights(model, cto.OptimizationConfig(global_config=config))
+    model = cto.prune_weights(model, cto.OptimizationConfig(global_config=config))
+    if kind == "pruned_palettized":      # the nonzero weights palettized (joint compression)
+        config = cto.OpPalettizerConfig(mode="uniform", nbits=2, weight_threshold=0)
+        return cto.palettize_weights(model, cto.OptimizationConfig(global_config=config), joint_compression=True)
+    return model
+
+
+def resnet_int8_ios16():
+    """iOS16's compressed weights (constexpr_affine_dequantize) on convolutions."""
+    import coremltools as ct
+    import coremltools.optimize.coreml as cto
+    model = image_model("resnet", target=ct.target.iOS16)
+    config = cto.OpLinearQuantizerConfig(mode="linear", dtype="int8", weight_threshold=0)
+    return cto.linear_quantize_weights(model, cto.OptimizationConfig(global_config=config))
 
 
 def enumerated_resnet():
@@ -571,6 +621,8 @@ def flexible_vit():
 MAKERS = {
     "bert": bert,
     "bert_fp32": lambda: bert(fp32=True),
+    "bert_enumerated": bert_enumerated,
+    "gpt2_built_mask": gpt2_built_mask,
     "gpt2": gpt2,
     "llama_kv_cache": llama,
     "llama_multifunction": llama_multifunction,
@@ -585,13 +637,16 @@ MAKERS = {
     "lstm": lstm,
     "whisper_encoder": whisper,
     "convnext": lambda: image_model("convnext"),
-    "swin": lambda: image_model("swin", target=__import__("coremltools").target.iOS18),
+    "swin": lambda: image_model("swin", target=18),
     "detr": detr,
     "efficientnet_flexible": flexible_cnn,
     "gpt2_int8": lambda: compressed("int8"),
     "gpt2_int4_blockwise": lambda: compressed("int4"),
     "gpt2_palettized": lambda: compressed("palettized"),
     "gpt2_pruned": lambda: compressed("pruned"),
+    "gpt2_palettized_scaled": lambda: compressed("palettized_scaled"),
+    "gpt2_pruned_palettized": lambda: compressed("pruned_palettized"),
+    "resnet_int8_ios16": resnet_int8_ios16,
 }
 
 

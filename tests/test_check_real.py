@@ -34,8 +34,8 @@ def convert(name, compression, folder):
             global_config=opt.OpLinearQuantizerConfig(weight_threshold=16)))
     path = str(folder / f"{name}.mlpackage")
     model.save(path)
-    from miltext.cli.check_cmd import model_source
-    return model_source(path)
+    from miltext.cli.check_cmd import check_file
+    return check_file(path, None)
 
 
 _OP = re.compile(r"(\s*)(%.*?) = (\w+)\((.*)\)$")
@@ -55,10 +55,8 @@ def shorthand(text: str) -> str:
     return "\n".join(out)
 
 
-def errors(text, weights=None):
-    from miltext.text.parser import parse
-    program = parse(text, "model.mil")
-    return [d for d in miltext.check(program, source=text, weights=weights) if d.blocks_build]
+def errors(text):
+    return [d for d in miltext.check(miltext.loads(text), source=text) if d.blocks_build]
 
 
 CASES = [(name, c) for name in PROGRAMS for c in (None, "palettized", "quantized")]
@@ -67,8 +65,8 @@ CASES = [(name, c) for name in PROGRAMS for c in (None, "palettized", "quantized
 @pytest.mark.slow
 @pytest.mark.parametrize("name,compression", CASES, ids=[f"{n}-{c or 'plain'}" for n, c in CASES])
 def test_real_conversion_checks_without_errors_in_full_and_in_shorthand(name, compression, tmp_path):
-    text, weights = convert(name, compression, tmp_path)
-    assert errors(text, weights) == []
+    diagnostics, text = convert(name, compression, tmp_path)
+    assert [d for d in diagnostics if d.blocks_build] == []
     body = miltext.dumps(miltext.loads(text))
     short = shorthand(body)
     assert short.count(": (") < body.count(": (")      # the shorthand did leave types out
@@ -76,7 +74,7 @@ def test_real_conversion_checks_without_errors_in_full_and_in_shorthand(name, co
 
 
 def test_a_mistake_in_a_real_shorthand_program_is_found(tmp_path):
-    text, _ = convert("mlp", None, tmp_path)
+    _, text = convert("mlp", None, tmp_path)
     short = shorthand(miltext.dumps(miltext.loads(text)))
     line = next(x for x in short.split("\n") if "= linear(" in x)
     broken = short.replace(line, line.replace("= linear(x=%", "= linear(x=%nowhere_"), 1)

@@ -35,7 +35,7 @@ def test_print_check_and_infer_read_stdin(monkeypatch, capsys):
     assert command(capsys, "print", "-") == (0, HAND, "")
     stdin(monkeypatch, TYPO)
     status, out, _ = command(capsys, "check", "-")
-    assert status == 1 and out.startswith("<stdin>:3:17: error: %xx is not defined\n    %y = relu(x=%xx)\n")
+    assert status == 1 and out.startswith("<stdin>:3:17: error: %xx is not defined; did you mean %x?\n    %y = relu(x=%xx)\n")
     stdin(monkeypatch, HAND)
     status, out, _ = command(capsys, "infer", "-")
     assert status == 0 and '%y: (1, 2, fp32) = relu(x=%x, name="y")' in out

@@ -152,3 +152,41 @@ def test_positions_up_to_a_run_time_length_have_that_length():
     types = {op.outputs[0].name: type_text(op.outputs[0].type) for op in program.functions["main"].block.operations}
     assert types["positions"] == "(?, int32)"
     assert types["y"] == "(?, ?, 4, 8, fp32)"
+
+
+@pytest.mark.parametrize("op", ["concat(values=(%x, %x), axis=%b, interleave=false)",
+                                "expand_dims(x=%x, axes=%s)", "transpose(x=%x, perm=%s)",
+                                "squeeze(x=%x, axes=%s)", "pad(x=%x, pad=%s)", "reduce_sum(x=%x, axes=%s)",
+                                "split(x=%x, split_sizes=%s, axis=0)", "reshape(x=%x, shape=[-1, -1])"])
+def test_a_run_time_size_where_a_constant_is_wanted_is_an_error_at_its_line(op):
+    program = miltext.loads(f"""main[CoreML7](%x: (?, 4, fp32)) {{
+  block0() {{
+    %s = shape(x=%x)
+    %b = gather(x=%s, indices=0, axis=0)
+    %y = {op}
+  }} -> (%y)
+}}
+""")
+    with pytest.raises(miltext.infer.InferenceError) as e:
+        infer(program, use_coremltools=False)
+    assert e.value.loc[0] == 5
+    text = miltext.dumps(program)
+    assert [d for d in miltext.check(miltext.loads(text), source=text) if d.rule == "inferred-type"] == []
+
+
+def test_coremltools_is_given_the_run_time_sizes_it_would_have_known():
+    """An op left to coremltools (random_uniform has no native rule) gets a shape computed at
+    run time as a value it knows in part, as it did when it converted the model."""
+    program = miltext.loads("""main[CoreML7](%x: (?, 7, fp32)) {
+  block0() {
+    %s = shape(x=%x)
+    %b = gather(x=%s, indices=0, axis=0)
+    %shape = concat(values=(%b, 1, 128), axis=0, interleave=false)
+    %y = random_uniform(shape=%shape, low=0.0, high=1.0, seed=1)
+  } -> (%y)
+}
+""")
+    who = {}
+    infer(program, report=lambda op, family: who.update({op.type: family}))
+    assert who["random_uniform"] == "coremltools"
+    assert type_text(program.functions["main"].block.operations[-1].outputs[0].type) == "(?, 1, 128, fp32)"

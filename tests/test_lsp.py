@@ -197,7 +197,10 @@ def test_hover_shows_type_and_defining_op(client):
     assert hover["range"] == span(6, line.index("%two"), line.index("%two") + 4)
     hover = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, line.index("%x") + 1)})
     assert "%x: (1, 2, fp32)" in hover["contents"]["value"] and "input of function `main`" in hover["contents"]["value"]
-    nothing = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, line.index("mul"))})
+    op = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, line.index("mul"))})
+    assert op["contents"]["value"].startswith("**mul** in CoreML7 (iOS17)")
+    assert op["range"] == span(6, line.index("mul"), line.index("mul") + 3)
+    nothing = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, line.index("name"))})
     assert nothing is None
 
 

@@ -628,4 +628,4 @@ def test_cli_refuses_a_folder_without_model_mil(tmp_path):
     (tmp_path / "Empty.mlmodelc").mkdir()
     result = run("print", "Empty.mlmodelc", cwd=tmp_path)
     assert result.returncode == 1 and result.stdout == ""
-    assert "Empty.mlmodelc: a folder without model.mil" in result.stderr
+    assert "Empty.mlmodelc: error: a folder without model.mil" in result.stderr

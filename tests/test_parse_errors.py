@@ -96,6 +96,8 @@ CASES = {
     "function-without-its-brace-before-another": (
         in_block(OK1)[:-2] + in_block(OK1).replace("main", "second"),
         [(9, 2, "unexpected end of text: expected '->' (the '{' at 1:30 is never closed)")]),
+    "block-header-without-its-brace": ("main[CoreML7](%x: (2, fp32)) {\n  block0() x\n    " + OK1 + "\n  } -> (%a)\n}\n",
+                                       [(2, 12, "unexpected name 'x': expected '{' or '['")]),
     # ---- coremltools' print ----
     "print-paren-of-op-call": (PRINT.replace('relu(x=%x, name="relu")', 'relu(x=%x, name="relu"'),
                                [(3, 49, f"'(' {NEVER}")]),
@@ -103,6 +105,8 @@ CASES = {
                             [(8, 14, f"'(' {NEVER}")]),
     "print-typo": (PRINT.replace("transpose(x=%relu, perm", "transpose(x=%relu perm"),
                    [(5, 68, "unexpected argument 'perm': expected ',' or ')'")]),
+    "print-quote-in-a-type": (PRINT.replace("%relu: (1, 100, 100, 3, fp32)", '%relu: (1, ", 100, 3, fp32)'),
+                              [(3, 66, "the line ends too soon: expected '^', ',', '=', '(', '[', a name or ...")]),
     "print-truncated": (truncated(PRINT, "    %reduce:"),
                         [(7, 87, "unexpected end of text: expected an op, '[' or '}'")]),
     # ---- Apple's model.mil ----
@@ -119,6 +123,10 @@ CASES = {
                                           [(6, 76, "missing ';' at the end of the op: expected '[' or ';'")]),
     "modelmil-function-without-its-end": (MODEL_MIL.replace("        } -> (mask_precision_io, rounded);\n", ""),
                                           [(10, 2, "unexpected end of text: expected '->' (the '{' at 3:1 is never closed)")]),
+    "modelmil-function-header-without-its-brace": (MODEL_MIL.replace("input) {", "input)"),
+                                                   [(4, 46, "the line ends too soon: expected '{' or '['")]),
+    "modelmil-hex-float-without-digits": (MODEL_MIL.replace("fp32(0x0p+0)", "fp32(0xp+0)"),
+                                          [(5, 50, "unexpected name 'xp': expected ',', '}', ')' or ']'")]),
     "modelmil-truncated-inside-an-op": (truncated(MODEL_MIL, "rounded = cast"),
                                         [(8, 30, "unexpected end of text: expected a name")]),
     "modelmil-truncated-before-its-last-brace": (MODEL_MIL[:-1],
@@ -127,6 +135,11 @@ CASES = {
 
 # The parser generator's names for things: terminal names (RPAR, SIMPLE_OPS, __ANON_0), tokens.
 _INTERNAL = re.compile(r"__ANON|Token\(|\$END|Traceback|\b(?!BLOBFILE\b)[A-Z]{2,}(_[A-Z]+)*\b")
+
+
+def _internal(message: str):
+    """A parser generator's name in `message`, outside the user's text that it quotes."""
+    return _INTERNAL.search(re.sub(r"'[^']*'", "''", message))
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -138,7 +151,7 @@ def test_every_error_of_the_run(name):
     assert e.errors == expected
     assert (e.line, e.column, e.message) == expected[0]
     for line, column, message in e.errors:
-        assert not _INTERNAL.search(message), message
+        assert not _internal(message), message
 
 
 def test_every_error_renders_with_its_line_and_a_caret():
@@ -200,3 +213,22 @@ def test_a_text_cut_anywhere_has_one_error_at_its_end(path):
         assert len(e.errors) == 1, (cut, e.errors)
         assert (e.line, e.column) == end, (cut, e.errors, part[-80:])
         assert e.message.startswith("unexpected end of text"), (cut, e.message)
+
+
+_STRUCTURE = "()[]{},=:;%\"<>"
+
+
+@pytest.mark.parametrize("path", ["coremltools/torch_mlp.pymil.txt", "coremltools/cond_basic.pymil.txt",
+                                  "modelmil/05_ios17_joint_decision_topk.mil", "wild/13_mlmodelc-export_flexible-gather.mil"])
+def test_a_structural_character_left_out_anywhere_is_at_most_one_error(path):
+    """Leave out each bracket, comma, equals sign, quote... in turn: the text reads, or it has
+    exactly one error, in words (one mistake, one error)."""
+    text = _read(path)
+    places = [i for i, c in enumerate(text) if c in _STRUCTURE]
+    for i in places[::max(1, len(places) // 150)]:
+        broken = text[:i] + text[i + 1:]
+        try:
+            miltext.loads(broken, "in.mil")
+        except miltext.ParseError as e:
+            assert len(e.errors) == 1, (i, text[max(0, i - 30):i + 10], e.errors)
+            assert not _internal(e.message), e.message

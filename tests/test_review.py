@@ -187,3 +187,18 @@ def test_textconv_imports_neither_numpy_nor_the_parser(tmp_path, native_enabled)
         result = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True, cwd=tmp_path)
         size, *heavy = result.stdout.split()
         assert int(size) > 200 and heavy == [], (path, result.stdout, result.stderr)
+
+
+def test_an_immediate_weight_changed_is_summed_up_too():
+    with open(os.path.join(HERE, "corpus", "coremltools", "torch_mlp.pb"), "rb") as f:
+        text = miltext.proto_to_text(f.read())
+    old = "fp16([-0.10016, -0.2305, -0.1819, 0.2346])"
+    assert old in text
+    changed = text.replace(old, "fp16([-0.10016, -0.2305, -0.5, 0.2346])")
+    out = compare(Side.from_text(text, "a"), Side.from_text(changed, "b")).text().splitlines()
+    assert out[2:4] == ["# 1 op changed (const)",
+                        "# weight %var_4_bias_to_fp16 (4, fp16) changed: 1 of 4 elements, max abs difference 0.318115"]
+    assert len(changed_lines("\n".join(out))) == 2               # the linear using it is the same op
+    scalar = text.replace('const(val=-1, name="op_17")', 'const(val=1, name="op_17")')
+    out = compare(Side.from_text(text, "a"), Side.from_text(scalar, "b")).text()
+    assert "# 1 op changed (const)" in out and "# weight" not in out  # a scalar is no weight

@@ -14,6 +14,7 @@ from miltext.model import weight_refs
 from miltext.model.weights import WeightReader, WeightWriter
 from model_cases import assert_clean_failure, leftovers
 from model_cases import miltext as run
+from test_git import repo  # noqa: F401 - the fixture of a scratch repository
 
 RNG = np.random.default_rng(16)
 
@@ -171,13 +172,14 @@ def test_a_bf16_checkpoint_builds(tmp_path):
     ml_dtypes = pytest.importorskip("ml_dtypes")
     w = RNG.standard_normal((3, 4)).astype(ml_dtypes.bfloat16)
     save_file({"w": w}, str(tmp_path / "c.safetensors"))
-    (tmp_path / "m.mil").write_text('main[CoreML7]() {\n  block0() {\n    %c: (3, 4, bf16) = const(val=(3, 4, bf16)'
-                                    '(safetensors("c.safetensors", "w")), name="c")\n'
+    # Core ML's ops take no bf16 (cast refuses it): the checkpoint's bf16 is read and narrowed as written
+    (tmp_path / "m.mil").write_text('main[CoreML7]() {\n  block0() {\n    %c: (3, 4, fp16) = const(val=(3, 4, fp16)'
+                                    '(safetensors("c.safetensors", "w", from=bf16)), name="c")\n'
                                     '    %y: (3, 4, fp32) = cast(x=%c, dtype="fp32", name="y")\n  } -> (%y)\n}\n')
     result = run("build", "m.mil", "-o", "M.mlpackage", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     with WeightReader(tmp_path / "M.mlpackage" / "Data" / "com.apple.CoreML" / "weights" / "weight.bin") as reader:
-        assert reader.data(64) == w.tobytes()
+        assert reader.data(64) == w.astype(np.float32).astype(np.float16).tobytes()
 
 
 # ---- offsets the layout implies --------------------------------------------------------------------
@@ -205,6 +207,15 @@ def test_an_inserted_layer_changes_only_its_own_lines(tmp_path):
     assert [line[0] for line in changed] == ["+", "+", "-", "+"], diff.stdout      # and the next op's input
     assert changed[0].startswith("+    %wextra") and changed[1].startswith("+    %hextra")
     assert changed[2].replace("x=%h1", "x=%hextra")[1:] == changed[3][1:]
+    # The text of an unpacked folder: the same lines change.
+    import difflib
+    texts = []
+    for label in ("old", "new"):
+        assert run("unpack", f"{label}.mlpackage", f"{label}_dir", cwd=tmp_path).returncode == 0
+        texts.append((tmp_path / f"{label}_dir" / "model.mil").read_text().splitlines())
+    unpacked = [line for line in difflib.unified_diff(*texts, lineterm="", n=0)
+                if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert unpacked == [line.split("  # ")[0] for line in changed]
     # The weight file's text (what git diff shows for weight.bin): one blob line more, and its count.
     old, new = (run("print", f"{p}.mlpackage/Data/com.apple.CoreML/weights/weight.bin", cwd=tmp_path).stdout
                 for p in ("old", "new"))
@@ -277,3 +288,28 @@ def test_the_python_example_of_docs_weights_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "docs/weights.md", "exec"), {})
     assert (tmp_path / "MLP.mlpackage").is_dir() and (tmp_path / "more.bin").is_file()
+
+
+def test_git_diff_of_a_rebuilt_package_shows_only_the_inserted_layer(repo):
+    """End to end in a git repository: a model built from .npy weights, committed as a package,
+    then rebuilt with a layer inserted: git diff (textconv) shows the layer, the one input that
+    now reads it, and one more blob in weight.bin; nothing else moves."""
+    assert run("git-setup", cwd=repo.path, env=repo.env).returncode == 0
+    for name in [str(i) for i in range(6)] + ["extra"]:
+        np.save(repo.path / f"w{name}.npy", RNG.standard_normal((8, 8)).astype(np.float16))
+    for inserted in (False, True):
+        (repo.path / "model.mil").write_text(layers(6, inserted))
+        assert run("check", "model.mil", cwd=repo.path).returncode == 0
+        result = run("build", "model.mil", "-o", "M.mlpackage", cwd=repo.path)
+        assert result.returncode == 0, result.stderr
+        repo("add", "-A")
+        repo("commit", "-qm", "one more layer" if inserted else "six layers")
+    diff = repo("diff", "HEAD~1", "--", "M.mlpackage")
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert len(changed) == 7, diff
+    assert changed[0].startswith("+    %wextra: (8, 8, fp16) = const(val=(8, 8, fp16)(blob)")
+    assert changed[1].startswith("+    %hextra: (1, 8, fp16) = linear(x=%h1, weight=%wextra")
+    assert changed[2] == '-    %h2: (1, 8, fp16) = linear(x=%h1, weight=%w2, name="h2")'
+    assert changed[3] == '+    %h2: (1, 8, fp16) = linear(x=%hextra, weight=%w2, name="h2")'
+    assert changed[4].startswith("-# weight file: 6 blobs") and changed[5].startswith("+# weight file: 7 blobs")
+    assert re.fullmatch(r"\+blob: 64 x fp16, 128 bytes, sha256:[0-9a-f]{8}", changed[6])

@@ -17,13 +17,14 @@ def check(ops, computed, from_print: bool) -> None:
     """Raises Mistake for the first input of `ops` its op definition refuses. `computed(name)`
     says whether a var is known only when the model runs."""
     op = ops.op
-    domains: dict = {}
+    inputs, attributes = op.inputs, op.attributes
+    domains = None
     for key, tensor, allowed, domain, const, choices in _plan(op.type, ops.opset):
-        bindings = op.inputs.get(key)
+        bindings = inputs.get(key)
         if bindings is None:
-            if key not in op.attributes:
+            if key not in attributes:
                 continue
-            bindings = [op.attributes[key]]
+            bindings = [attributes[key]]
         if tensor:
             for b in bindings:
                 t = ops.scope.type(b) if isinstance(b, str) else b.type if b is not None else None
@@ -34,8 +35,10 @@ def check(ops, computed, from_print: bool) -> None:
                     raise Mistake(key, f"input {key!r} of {op.type} is {_dtype_text(t)}; {op.type} takes "
                                        f"{_either(allowed)} there", rule="input-dtype")
                 if domain and not guessed:
-                    domains.setdefault(domain, []).append((key, t.dtype))
-        if const and key in op.inputs:
+                    if domains is None:
+                        domains = {}
+                    domains.setdefault(domain, []).append((key, t.dtype, isinstance(b, Value)))
+        if const and key in inputs:
             for b in bindings:
                 if isinstance(b, str) and computed(b):
                     raise Mistake(key, f"input {key!r} of {op.type} must be known when the model is "
@@ -43,21 +46,28 @@ def check(ops, computed, from_print: bool) -> None:
                                        "time", rule="const-input")
         if choices is not None:
             _enum(ops, key, choices)
-    for domain, found in domains.items():
-        first_key, first = found[0]
-        for key, dtype in found[1:]:
+    for found in (domains or {}).values():
+        first_key, first, first_literal = found[0]
+        for key, dtype, literal in found[1:]:
             if dtype != first:
-                raise Mistake(key, f"{op.type} takes {first_key} and {key} of one dtype, but {first_key} "
-                                   f"is {first} and {key} is {dtype}", rule="operand-dtypes")
+                hint = f"; write the literal as {first}(...)" if literal and not first_literal else \
+                    f"; write the literal of {first_key} as {dtype}(...)" if first_literal and not literal else ""
+                raise Mistake(first_key if first_literal and not literal else key,
+                              f"{op.type} takes {first_key} and {key} of one dtype, but {first_key} is "
+                              f"{first} and {key} is {dtype}{hint}", rule="operand-dtypes")
 
 
 @lru_cache(maxsize=None)
 def _plan(op_type: str, opset: str) -> tuple:
     """What to check of each input: (name, is a tensor, dtypes allowed, type domain, must be
     const, strings allowed)."""
-    return tuple((p["name"], p["kind"] == "tensor", p["dtypes"], p.get("domain"), p["const"],
-                  enums.allowed(op_type, p["name"], opset))
-                 for p in op_table.params(op_type, opset).values())
+    plan = []
+    for p in op_table.params(op_type, opset).values():
+        tensor, domain, const = p["kind"] == "tensor", p.get("domain"), p["const"]
+        choices = enums.allowed(op_type, p["name"], opset)
+        if (tensor and (p["dtypes"] or domain)) or const or choices is not None:
+            plan.append((p["name"], tensor, p["dtypes"], domain, const, choices))
+    return tuple(plan)
 
 
 def _enum(ops, key: str, choices) -> None:

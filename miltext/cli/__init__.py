@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from .. import __version__
@@ -86,6 +87,9 @@ def with_error(message: str, args=None) -> str:
     first = message.split("\n", 1)[0]
     if first.startswith("error: ") or ": error: " in first:
         return message
+    own = re.match(r"(miltext[\w -]*): ", first)     # `miltext git-setup: ...`
+    if own:
+        return f"{own.group(1)}: error: {message[own.end():]}"
     named = [v for v in vars(args).values() if isinstance(v, str) and v] if args is not None else []
     for path in sorted(named, key=len, reverse=True):
         if message.startswith(path + ": "):

@@ -66,3 +66,11 @@ def check_file(path: str, weights: str | None, progress=None) -> tuple[list, str
                 message = message[len(head):]
                 break
         return [Diagnostic("error", message, file=name, rule="input")], None
+
+
+def model_source(path: str) -> tuple[str, str | None]:
+    """A model's text as `miltext print` shows it, and its weights folder (None: it has none)."""
+    from ..model.text import model_text
+    from .verify import weights_beside
+    model = read_model(path)
+    return model_text(model), weights_beside(model)

@@ -119,13 +119,25 @@ class Operands:
     def scalar(self, key: str, *, default=...):
         """Input `key` as one Python number, bool or str (a list for a longer value)."""
         v = self.value(key, required=default is ...)
+        if v is not None and not fully_known(v):
+            if default is ...:
+                raise Unsupported(f"input {key!r} is only known at run time")
+            v = None
         if v is None:
             return default
         v = np.asarray(v)
         return v.item() if v.size == 1 else v.tolist()
 
     def ints(self, key: str, *, default=...) -> list | None:
-        """Input `key` as a list of ints; an element only known at run time is a Sym."""
+        """Input `key` as a list of ints (axes, strides, ...); Unsupported when some are only
+        known at run time."""
+        found = self.sizes(key, default=default)
+        if found is not None and not all(type(i) is int for i in found):
+            raise Unsupported(f"input {key!r} is only known at run time")
+        return found
+
+    def sizes(self, key: str, *, default=...) -> list | None:
+        """Input `key` as a list of sizes: ints, or Syms for those only known at run time."""
         v = self.value(key, required=default is ...)
         if v is None:
             return None if default is None else list(default)

@@ -79,14 +79,14 @@ def read_package(path: str) -> Model:
 def write_package(model: Model, path: str, progress) -> None:
     """Write `model` as a package at `path`, with the weight files of `model.folder`, each blob
     checked against its type first."""
-    files = files_to_copy(model.program, model.folder) if model.folder else []
-    base = DEFAULT_WEIGHTS if DEFAULT_WEIGHTS in files else None
     # npy(...) and safetensors(...) values: their tensors go after the blobs of weight.bin
-    plan = weight_refs.plan(model.program, model.folder, base and os.path.join(model.folder, base))
+    plan = weight_refs.plan(model.program, model.folder, model.folder and os.path.join(model.folder, DEFAULT_WEIGHTS))
     with plan.applied():
         data = model_to_bytes(model)
     with Weights(model.folder, model.source) as weights:
         weights.check_all(model.program)
+    files = files_to_copy(model.program, model.folder) if model.folder else []
+    base = DEFAULT_WEIGHTS if DEFAULT_WEIGHTS in files else None
     sizes = {f: os.path.getsize(os.path.join(model.folder, f)) for f in files}
     progress.total = len(data) + sum(sizes.values()) + plan.size
     ids = _identifiers(path)

@@ -17,7 +17,7 @@ import difflib
 import os
 from dataclasses import dataclass
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, packing
 from ..errors import InputError
@@ -319,7 +319,12 @@ class Plan:
             dt = dtypes.by_name(item.dtype)
             size = packing.packed_size(dt, item.count)
             chunks = encoded(item.ref, self.folder, item.header, item.dtype)
-            offset = writer.add_stream(dt.name, size, size * 8 - item.count * dt.bits, chunks, progress)
+            try:
+                offset = writer.add_stream(dt.name, size, size * 8 - item.count * dt.bits, chunks, progress)
+            except WeightRefError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a file that changed or broke since its header was read
+                raise WeightRefError(f"cannot read {item.ref.path}: {e}", item.ref.loc) from None
             assert offset == item.offset, (offset, item.offset)
 
 

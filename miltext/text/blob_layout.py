@@ -45,7 +45,11 @@ class Layout:
 
     def advance(self, blob, vtype) -> None:
         size = data_bytes(vtype)
-        self._next[blob.file] = None if size is None else align(blob.offset + RECORD_SIZE + size)
+        self.advance_to(blob.file, None if size is None else align(blob.offset + RECORD_SIZE + size))
+
+    def advance_to(self, file: str, offset: int | None) -> None:
+        """The file's next blob is at `offset` (None: not known)."""
+        self._next[file] = offset
 
     def implied(self, blob, vtype) -> bool:
         """Whether `blob` (of a value of type `vtype`) is where the layout puts it; advances."""

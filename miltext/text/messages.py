@@ -71,7 +71,7 @@ def describe_expected(names, lark) -> str:
         if word and word not in words:
             words.append(word)
     if not words:
-        return "the text cannot go on like this"
+        return "it does not belong here"
     if len(words) > 6:
         words = words[:6] + ["..."]
     return "expected " + (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1])

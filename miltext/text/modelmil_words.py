@@ -29,8 +29,10 @@ KEYWORDS = frozenset("""any bool program func tensor list dict tuple true false 
     d for d in dtypes.NAMES if d != "unused")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# model.mil starts `program(1.0)`; miltext's own header is `program(version=...)`.
-_HEADER = re.compile(r"\s*program\s*\(\s*[0-9]")
+# model.mil starts `program(1.0)`; miltext's own header is `program(version=...)` (a comment or a
+# line break may come between). A first word `program` that no parenthesis follows is model.mil
+# gone wrong (`program1.0)`, `program](1.3)`).
+_HEADER = re.compile(r"\s*program(?=\s*\(\s*[0-9]|[^\s(A-Za-z_])")
 
 
 def looks_like_modelmil(text: str) -> bool:

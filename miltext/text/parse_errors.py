@@ -26,7 +26,8 @@ _OPENER_OF = {v: k for k, v in _CLOSER_OF.items()}
 # What the bracket scan steps over: strings (to the end of the line when their quote is never
 # closed) and comments. Raw strings (coremltools' print) have no escapes.
 _ESCAPED = r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?'
-_RAW = r'"[^"\n]*"?|\'[^\'\n]*\'?'
+# (as the raw lexer of parser.py reads them: over a line break that does not start a statement)
+_RAW = r'"(?:[^"\n]|"(?![,)\]]|\s*\))|\n(?![ \t]*[%}]))*"(?=\s*[,)\]])|"[^"\n]*"?|\'[^\'\n]*\'?'
 _SCANS = {raw: re.compile(f"{strings}|#[^\\n]*|[()\\[\\]{{}}]") for raw, strings in
           ((False, _ESCAPED), (True, _RAW))}
 
@@ -49,6 +50,7 @@ def collect_errors(text: str, filename: str | None, parse_once, raw: bool = Fals
     ParseError. `raw` says the text's strings have no escapes (coremltools' print)."""
     errors: list = []
     attempt = text
+    braces_balance = None  # computed at the first error: whether reading can go on after one
     for _ in range(MAX_ERRORS):
         try:
             result = parse_once(attempt)
@@ -59,8 +61,10 @@ def collect_errors(text: str, filename: str | None, parse_once, raw: bool = Fals
             if any((line, column) == found[:2] for found in errors):
                 break
             errors.append((line, column, message))
-            if e.at_end:
-                break
+            if braces_balance is None:
+                braces_balance = _braces_balance(text, raw)
+            if e.at_end or not braces_balance:
+                break  # without an op line, braces that do not pair stay so: what follows is their echo
             attempt = _without_lines(attempt, lines)
             if attempt is None:
                 break
@@ -71,6 +75,20 @@ def collect_errors(text: str, filename: str | None, parse_once, raw: bool = Fals
     errors.sort()
     line, column, message = errors[0]
     raise ParseError(message, line, column, filename, source_line(text, line), errors, text)
+
+
+def _braces_balance(text: str, raw: bool) -> bool:
+    """Whether every `{` of the text pairs with a `}` (outside strings and comments)."""
+    depth = 0
+    for m in _SCANS[raw].finditer(text):
+        char = m.group()
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def _explained(e: LocatedError, text: str, raw: bool) -> tuple[int, int, str, range]:
@@ -87,7 +105,7 @@ def _explained(e: LocatedError, text: str, raw: bool) -> tuple[int, int, str, ra
 def _statement_lines(text: str, line: int, raw: bool) -> range:
     """The lines of the statement that line `line` is part of: lines that start inside a `(` or
     `[` opened on an earlier line belong to that line's statement (inputs over several lines,
-    a wrapped literal), up to a line that starts a statement of its own."""
+    a wrapped literal)."""
     lines = text.split("\n")
     depth_at = [0] * (len(lines) + 2)  # the ( and [ open when each line starts
     depth, number = 0, 1  # number: the last line whose depth is in depth_at
@@ -112,12 +130,9 @@ def _statement_lines(text: str, line: int, raw: bool) -> range:
     while first > 1 and depth_at[first] > 0:
         first -= 1
     last = line
-    while last < len(lines) and depth_at[last + 1] > 0 and not _STATEMENT_START.match(lines[last]):
+    while last < len(lines) and depth_at[last + 1] > 0:
         last += 1
     return range(first, last + 1)
-
-
-_STATEMENT_START = re.compile(r"[ \t]*[%}]")
 
 
 def _line_starts(text: str) -> list:
@@ -177,13 +192,18 @@ def _without_lines(text: str, lines: range) -> str | None:
         return None
     for n in lines:
         content = parts[n - 1].strip()
-        if "{" in content or "}" in content or content.startswith("->"):  # a block's end without its }
+        if "{" in content or "}" in content or content.startswith("->") or _HEADER.match(parts[n - 1]):
             return None
     if not any(parts[n - 1].strip() for n in lines):
         return None
     for n in lines:
         parts[n - 1] = ""
     return "\n".join(parts)
+
+
+# The first line of a function (main[CoreML7](...), model.mil's func), of the program's or the
+# model's header: what starts at the left margin with a name and a bracket (ops are indented).
+_HEADER = re.compile(r'[A-Za-z_"][\w."]*[ \t]*[\[(]|[ \t]*func[ \t]')
 
 
 def source_line(text: str, line: int) -> str | None:
@@ -218,22 +238,29 @@ def _left_open(text: str) -> str:
 
 
 # Terminals that start a statement: a parser that expects one of them is not in a line's middle.
-_STATEMENT_STARTERS = frozenset(["SIMPLE_OPS", "VAR", "RBRACE", "FUNC", "BLOCK", "$END"])
+# A `}` ends a block too, unless a ',' may come instead (then it ends a dict).
+_STATEMENT_STARTERS = frozenset(["SIMPLE_OPS", "VAR", "FUNC", "BLOCK", "$END"])
 
 
-def _line_ended_early(e: UnexpectedToken, text: str) -> bool:
+def _header_waits(expected) -> bool:
+    """Whether the parser waits for the `{` of a function's or block's header: what follows is
+    the inside of a block that lost its opening, which reading cannot go on in."""
+    return "LBRACE" in expected and expected <= {"LBRACE", "LSQB", "_SCOPES"}
+
+
+def _line_ended_early(e: UnexpectedToken, text: str, raw: bool) -> bool:
     """Whether the token out of place starts a line while the parser is still in the middle of
     the statement of the line before, outside any bracket (inside one, statements may go on
     over several lines)."""
     start = e.token.start_pos
-    if start is None or e.expected & _STATEMENT_STARTERS:
+    if start is None or e.expected & _STATEMENT_STARTERS or "RBRACE" in e.expected and "COMMA" not in e.expected:
         return False
     line_start = text.rfind("\n", 0, start) + 1
     before = text[:line_start].rstrip()
     if text[line_start:start].strip() or not before or before[-1] in "{}":  # a brace ends a line whole
         return False
     depth = 0
-    for m in _SCANS[False].finditer(text, 0, start):
+    for m in _SCANS[raw].finditer(text, 0, start):
         char = m.group()
         if char in "([":
             depth += 1
@@ -251,14 +278,15 @@ def _cut_short(token, text: str) -> bool:
     return end is not None and not text[end:].strip() and (text[end - 1].isalnum() or text[end - 1] == "_")
 
 
-def lark_error(e: UnexpectedInput, text: str, describe) -> LocatedError:
-    """A Lark error in words; `describe` words the set of terminals the parser expected."""
+def lark_error(e: UnexpectedInput, text: str, describe, raw: bool = False) -> LocatedError:
+    """A Lark error in words; `describe` words the set of terminals the parser expected; `raw`
+    says the text's strings have no escapes (coremltools' print)."""
     if isinstance(e, UnexpectedToken) and e.token.type == "$END" or isinstance(e, UnexpectedEOF):
         return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}{_left_open(text)}",
                             at_end=True)
     if isinstance(e, UnexpectedToken) and _cut_short(e.token, text):
         return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}", at_end=True)
-    if isinstance(e, UnexpectedToken) and _line_ended_early(e, text):
+    if isinstance(e, UnexpectedToken) and _line_ended_early(e, text, raw):
         # the line before stops short (`%y: (2, fp32) =`, an op without its ';'): say so at its end
         start = e.token.start_pos
         end = len(text[:start].rstrip())
@@ -266,10 +294,11 @@ def lark_error(e: UnexpectedInput, text: str, describe) -> LocatedError:
         line_end = text.find("\n", start)
         next_line = text[start:] if line_end < 0 else text[start:line_end]
         return LocatedError(text.count("\n", 0, end) + 1, end - text.rfind("\n", 0, end),
-                            f"{what}: {describe(e.expected)}", last="{" in next_line or "}" in next_line)
+                            f"{what}: {describe(e.expected)}",
+                            last="{" in next_line or "}" in next_line or _header_waits(e.expected))
     if isinstance(e, UnexpectedToken):
         return LocatedError(e.line, e.column, f"unexpected {describe_token(e.token)}: {describe(e.expected)}",
-                            misplaced=True)
+                            misplaced=True, last=_header_waits(e.expected))
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         if char in "\"'":

@@ -139,7 +139,7 @@ def _parse_once(text: str, raw: bool) -> Program:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None
     except UnexpectedInput as e:
-        raise lark_error(e, text, lambda names: describe_expected(names, parser.lark)) from None
+        raise lark_error(e, text, lambda names: describe_expected(names, parser.lark), raw) from None
     except RecursionError:
         raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
 

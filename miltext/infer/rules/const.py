@@ -14,6 +14,6 @@ def const(ops):
     if value is None or value.type is None:
         raise InferenceError("const has no typed `val`")
     t = value.type
-    if isinstance(t, TensorType):   # (a tensor type's shape is a tuple: nothing to copy deeply)
-        return [TensorType(t.dtype, t.shape, t.rank)]
+    if isinstance(t, TensorType):   # the value's type without its attributes (cheap: no copy of them)
+        return [TensorType(t.dtype, t.shape, rank=t.rank)]
     return [copy.deepcopy(t)]

@@ -91,10 +91,10 @@ def slice_by_size(ops):
     begin_type, size_type = ops.tensor("begin"), ops.tensor("size")
     if len(begin_type.shape) != 1 or len(size_type.shape) != 1:
         raise InferenceError("begin and size must be vectors")
-    sizes = ops.ints("size", default=None)
+    sizes = ops.sizes("size", default=None)
     if sizes is None:
         return [tensor(x.dtype, [None] * len(x.shape))]
-    begin = ops.ints("begin", default=None)
+    begin = ops.sizes("begin", default=None)
     if not len(sizes) == len(x.shape) or begin is not None and len(begin) != len(x.shape):
         raise InferenceError(f"begin and size need {len(x.shape)} values each")
     out = []
@@ -133,3 +133,17 @@ def _gathered_value(ops, a: int, batch_dims: int):
 def gather_along_axis(ops):
     x, indices = ops.tensor("x"), ops.tensor("indices")
     return [tensor(x.dtype, indices.shape)]
+
+
+@rule("slice_update")
+def slice_update(ops):
+    """A slice of x written over: x's type."""
+    x = ops.tensor("x")
+    return [tensor(x.dtype, x.shape)]
+
+
+@rule("scatter", "scatter_nd", "scatter_along_axis")
+def scatter(ops):
+    """Updates written into data: data's type."""
+    data = ops.tensor("data")
+    return [tensor(data.dtype, data.shape)]
