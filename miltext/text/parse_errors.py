@@ -2,12 +2,16 @@
 
 A parser raises LocatedError for the first mistake it meets; collect_errors runs it again
 without the lines at fault to find the mistakes that are independent of it, and raises them
-all as one ParseError. Three rules keep that list to one error per mistake:
+all as one ParseError. These rules keep that list to one error per mistake, where it is:
 
 - a `(`, `[` or `{` that is never closed is told once, at the delimiter: the parser only
   notices it lines later, and each following line would look wrong;
 - the end of the text is where a truncated text is wrong, and nothing follows it to look at;
-- a line at fault goes away whole, so the search goes on at the next op line.
+- a line that stops short (`%y: (2, fp32) =`, model.mil's op without its `;`) is told at its
+  end, not at the start of the next line where the parser notices;
+- a statement at fault goes away whole (all its lines), so the search goes on at the next op
+  line; it stops at structure it cannot take out (a function or block header, braces that do
+  not pair), where what follows would only echo the first error.
 """
 from __future__ import annotations
 
