@@ -7,13 +7,15 @@ STAMP  := $(VENV)/.installed
 OUT    := build/demo
 NODE_TEST  := editors/vscode/test
 NODE_STAMP := $(NODE_TEST)/node_modules/.installed
+VSCODE     := editors/vscode
+VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: demo test test-slow bench conformance clean have-vim fuzz sanitize
+.PHONY: demo test test-slow bench conformance clean have-vim have-nvim fuzz sanitize vsix
 
 $(STAMP): pyproject.toml miltext/text/_fastprint.c miltext/proto/_fastencode.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments]'
+	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments,weights]'
 	touch $(STAMP)
 
 # Print an example model as canonical text, build it into an .mlpackage (binary protobuf and
@@ -40,12 +42,31 @@ have-vim:
 		echo "vim is missing: install it (sudo apt-get install vim) and run make test again" >&2; exit 1; \
 	fi
 
-test: $(STAMP) $(NODE_STAMP) have-vim
+# Neovim's built-in LSP client is driven against `miltext lsp` (tests/test_lsp_neovim.py).
+have-nvim:
+	@command -v nvim >/dev/null || if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null; \
+	else \
+		echo "neovim is missing: install it (sudo apt-get install neovim) and run make test again" >&2; exit 1; \
+	fi
+
+# The VS Code extension's own tools (vsce, esbuild) and client library.
+$(VSCODE_STAMP): $(VSCODE)/package-lock.json
+	npm ci --prefix $(VSCODE) --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The VS Code extension packaged as editors/vscode/dist/miltext-mil-VERSION.vsix (client bundled
+# by esbuild), then its content checked.
+vsix: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP)
+	cd $(VSCODE) && node node_modules/@vscode/vsce/vsce package --out dist/
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_vscode_extension.py
 
 # The long suites (marked slow): fuzzing runs, big inputs, real conversions. CI runs them as a
 # step of their own.
-test-slow: $(STAMP) $(NODE_STAMP) have-vim
+test-slow: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim
 	$(BIN)/python -m pytest -q -m slow; rc=$$?; [ $$rc -eq 5 ] && echo "no slow suite selected" || exit $$rc
 
 bench: $(STAMP)
@@ -54,12 +75,14 @@ bench: $(STAMP)
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/review_diff.py
 	$(BIN)/python bench/textconv_startup.py
+	$(BIN)/python bench/verify.py
+	$(BIN)/python bench/weights_ref.py
 
 conformance: $(STAMP)
 	$(BIN)/python ../shared/conformance/check.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis $(NODE_TEST)/node_modules
+	rm -rf $(VENV) build .pytest_cache .hypothesis $(NODE_TEST)/node_modules $(VSCODE)/node_modules $(VSCODE)/dist
 
 # A bounded run of the mutation fuzzer over every input door (fuzz/run.py); FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 30

@@ -24,7 +24,8 @@ numpy = LazyModule("numpy")
 
 
 class LazyTable(dict):
-    """`make(key)` for each key of `keys`, made when first asked for (by subscript only)."""
+    """`make(key)` for each key of `keys`, made when first asked for (`table[key]`, `.get`);
+    `key in table` answers for every key, made or not."""
 
     def __init__(self, keys, make):
         super().__init__()
@@ -35,3 +36,9 @@ class LazyTable(dict):
             raise KeyError(key)
         value = self[key] = self._make(key)
         return value
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def get(self, key, default=None):
+        return self[key] if key in self._keys else default

@@ -42,9 +42,13 @@ class Progress:
         self._thread = None
         self._drawn = False
         self._start = time.monotonic()
+        self._lock = threading.Lock()       # one writer at a time: the bar, or a message
+        self._replaced = None               # sys.stderr, while messages go through _Wiping
 
     def __enter__(self):
         if self._active:
+            if self.stream is sys.stderr:   # a message printed meanwhile wipes the bar first
+                self._replaced, sys.stderr = sys.stderr, _Wiping(self)
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()
         return self
@@ -53,8 +57,19 @@ class Progress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self._replaced is not None:
+            sys.stderr, self._replaced = self._replaced, None
         if self._drawn:
             self._write("\r\x1b[K")
+
+    def each(self, items):
+        """The items, one by one, each counted done when the next is asked for (or at the end)."""
+        items = list(items)
+        self.total, self.done = len(items) or 1, 0.0
+        for item in items:
+            self.note = str(item)
+            yield item
+            self.done += 1
 
     def advance(self, amount: float = 0, note: str | None = None) -> None:
         """Count `amount` more of the total as done; `note` says what is being done now."""
@@ -96,10 +111,17 @@ class Progress:
         if self._stop.wait(self.delay):
             return
         while True:
-            self._write("\r\x1b[K" + self.line())
-            self._drawn = True
+            with self._lock:
+                self._write("\r\x1b[K" + self.line())
+                self._drawn = True
             if self._stop.wait(INTERVAL):
                 return
+
+    def wipe(self) -> None:
+        """Clear the bar's line (with the lock held), for a message to take it."""
+        if self._drawn:
+            self._write("\r\x1b[K")
+            self._drawn = False
 
     def _write(self, text: str) -> None:
         try:
@@ -107,6 +129,23 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):
             pass
+
+
+class _Wiping:
+    """stderr while a bar is drawn on it: a message clears the bar's line before it is written;
+    the next redraw puts the bar back beneath it."""
+
+    def __init__(self, progress: Progress):
+        self._progress = progress
+
+    def write(self, text: str) -> int:
+        progress = self._progress
+        with progress._lock:
+            progress.wipe()
+            return progress.stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._progress.stream, name)
 
 
 def _is_terminal(stream) -> bool:

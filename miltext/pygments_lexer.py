@@ -39,6 +39,9 @@ class MilLexer(RegexLexer):
             (r"^([ \t]*)(block)(?=\s*\(.*\{\s*$)", bygroups(Whitespace, Keyword)),  # model.mil's nested blocks
             (r"^([ \t]+)(" + NAME + "|" + QNAME + ")" + _HEADER,
              bygroups(Whitespace, Name.Label, *_HEADER_TOKENS)),
+            # model.mil's declared name after its type, also when named like a dtype (`> str =`)
+            (r"(>)(\s*)(" + IDENT + r")(?=\s*[=,)])", bygroups(Punctuation, Whitespace, Name.Variable)),
+            (r"(->)(\s*)(\()", bygroups(Operator, Whitespace, Punctuation), "outputs"),
             (r"\n|[^\S\n]+", Whitespace),  # a line break apart: rules with ^ see where lines start
             (r"#.*$", Comment.Single),
             (r"<[A-Za-z_][\w.]* object at 0x[0-9a-fA-F]+>", Generic.Error),  # coremltools' print
@@ -51,7 +54,6 @@ class MilLexer(RegexLexer):
             (r"^(" + NAME + "|" + QNAME + ")" + _HEADER, bygroups(Name.Function, *_HEADER_TOKENS)),
             # model.mil declarations: `int32 x = ...` (program 1.3 scalars), `tensor<...> x = ...`
             (r"(" + DTYPE + r")(\s+)(" + IDENT + r")(?=\s*[=,)])", bygroups(Keyword.Type, Whitespace, Name.Variable)),
-            (r"(?<=>)(\s*)(" + IDENT + r")(?=\s*[=,)])", bygroups(Whitespace, Name.Variable)),
             (VAR, Name.Variable),
             (r"(\()(\s*)(Tensor|Scalar|State|List|dict)(\s*)(\))",
              bygroups(Punctuation, Whitespace, Keyword.Type, Whitespace, Punctuation)),
@@ -73,17 +75,29 @@ class MilLexer(RegexLexer):
             (r"(?<![\w.])(?:version|doc)(?=\s*=)", Keyword),
             (r"(?<![\w.])rank(?=\s*=\s*[-+]?[0-9])", Keyword),
             (r"(" + QNAME + r")(\s*)(=)(?!=)", bygroups(Name.Attribute, Whitespace, Operator)),
-            (QNAME + r"(?=\s*\()", Name.Function),
+            (QNAME + r"(?=\s*\()", Name.Builtin),
             (r'"', String.Double, "double"),
             (r"'", String.Single, "single"),
+            # model.mil's input bound to a bare name, also one named like a dtype (`x = str`)
+            (r"(" + NAME + r")(\s*)(=)(?!=)(\s*)(?!(?:True|False|true|false|inf|nan)\b)(" + IDENT + r")(?=\s*[,)\]])",
+             bygroups(Name.Attribute, Whitespace, Operator, Whitespace, Name.Variable)),
             (r"(" + NAME + r")(\s*)(=)(?!=)", bygroups(Name.Attribute, Whitespace, Operator)),
             (r"(?<![\w.])np\." + IDENT, Name.Builtin),  # np.int32(1), np.True_ in coremltools' print
             (r"(?<![\w.%])_(?![\w.])", Keyword.Constant),
-            (NAME + r"(?=\s*\()", Name.Function),
+            (NAME + r"(?=\s*\()", Name.Builtin),  # an op: told apart from functions and vars
             (NAME, Name.Variable),  # model.mil's bare var names; symbolic dims (is0)
             (r"->|[=*^+\-/?]", Operator),
             (r"\.\.\.", Punctuation),
             (r"[(){}\[\]<>,:;]", Punctuation),
+        ],
+        # A block's outputs: `-> (%a, %b)`, model.mil's `-> (a, int)`.
+        "outputs": [
+            (VAR, Name.Variable),
+            (IDENT, Name.Variable),
+            (r"[^\S\n]+", Whitespace),
+            (r",", Punctuation),
+            (r"\)", Punctuation, "#pop"),
+            (r"", Whitespace, "#pop"),
         ],
         # Strings may span lines: coremltools prints raw strings with line breaks.
         "double": [

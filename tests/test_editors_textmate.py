@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 import miltext
-from editor_texts import SAMPLES, printed_texts, text_files
+from editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places, printed_texts, text_files
 from miltext.dtypes import NAMES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -132,7 +132,7 @@ GOLDEN = {
         (8, "\\x41", "constant.character.escape.mil"),
         (8, "buildInfo", "variable.parameter.mil"),
         (8, '"coremltools-version"', "string.quoted.double.mil"),
-        (10, "main", "entity.name.function.mil"),
+        (10, "main", "entity.name.type.function.mil"),
         (10, "CoreML8", "entity.name.namespace.opset.mil"),
         (10, "%x", "variable.other.declaration.mil"),
         (10, "1", "constant.numeric.integer.decimal.mil"),
@@ -187,7 +187,7 @@ GOLDEN = {
         (2, "string", "storage.type.dtype.mil"),
         (2, '"coremlc-version"', "string.quoted.double.mil"),
         (4, "func", "keyword.other.func.mil"),
-        (4, "main", "entity.name.function.mil"),
+        (4, "main", "entity.name.type.function.mil"),
         (4, "ios18", "entity.name.namespace.opset.mil"),
         (4, "tensor", "storage.type.mil"),
         (4, "fp16", "storage.type.dtype.mil"),
@@ -268,12 +268,41 @@ def test_extension_registers_the_language_grammar_and_server():
     assert configuration["comments"]["lineComment"] == "#"
     assert ["(", ")"] in configuration["brackets"]
     assert {"open": '"', "close": '"', "notIn": ["string"]} in configuration["autoClosingPairs"]
-    (grammar,) = contributes["grammars"]
+    (grammar,) = [g for g in contributes["grammars"] if g.get("language")]
     with open(os.path.join(VSCODE, grammar["path"]), encoding="utf-8") as f:
         assert json.load(f)["scopeName"] == grammar["scopeName"] == "source.mil"
     assert grammar["language"] == "mil"
-    main = os.path.join(VSCODE, manifest["main"])
+    assert manifest["main"] == "./dist/extension.js"   # its bundle: tests/test_vscode_extension.py makes it
+    main = os.path.join(VSCODE, "extension.js")
     check = subprocess.run([shutil.which("node") or "node", "--check", main], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+    settings = contributes["configuration"]["properties"]   # it starts `miltext lsp`
+    assert (settings["miltext.server.command"]["default"], settings["miltext.server.args"]["default"]) == ("miltext", ["lsp"])
     with open(main, encoding="utf-8") as f:
-        assert '"lsp"' in f.read()  # it starts `miltext lsp`
+        assert "config.get('args', ['lsp'])" in f.read()
+
+
+def test_a_var_named_like_a_dtype_is_a_var(tmp_path):
+    paths = {}
+    for name, (text, _) in DTYPE_NAMED_VARS.items():
+        paths[name] = tmp_path / name
+        paths[name].write_text(text)
+    found = tokenize([str(p) for p in paths.values()])
+    for name, (text, expected) in DTYPE_NAMED_VARS.items():
+        lines = found[str(paths[name])]
+        for line, start, end, kind in dtype_named_places(text, expected):
+            scopes = {tuple(s) for a, b, s in lines[line][1] if a < end and b > start}
+            (scope,) = {s[-1] for s in scopes}
+            assert scope.startswith("variable.other" if kind == "var" else "storage.type.dtype"), (name, line, scope)
+
+
+def test_ops_vars_and_functions_get_scopes_themes_colour_apart(tokens):
+    # Dark+ and Light+ colour entity.name.function and support.function alike: a function's
+    # name is entity.name.type.function, an op support.function, a var variable.
+    lines = tokens[os.path.join(SAMPLES, "sample.mil")]
+    def scope(line, fragment):
+        text, toks = lines[line - 1]
+        start = text.index(fragment)
+        return next(s[-1] for a, b, s in toks if a <= start < b)
+    assert scope(10, "main").startswith("entity.name.type")
+    assert scope(22, "relu").startswith("support.function") and scope(22, "%").startswith("variable")

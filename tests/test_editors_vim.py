@@ -2,12 +2,13 @@
 `mil` filetype from ftdetect, and the constructs of both dialects in tests/editors/ get their
 syntax groups."""
 import os
+import re
 import shutil
 import subprocess
 
 import pytest
 
-from editor_texts import SAMPLES
+from editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places
 from miltext.dtypes import NAMES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -123,7 +124,7 @@ GOLDEN = {
         (8, "true", "milBoolean"),
         (9, "y_1", "milVar"),
         (9, "topk", "milOp"),
-        (9, "groups", "milName"),
+        (9, "groups", "milVar"),  # a bare name bound to an input: a var
         (12, "block", "milKeyword"),
         (14, "block", "milKeyword"),
         (14, "a", "milVar"),
@@ -158,3 +159,30 @@ def test_every_dtype_is_a_dtype(tmp_path):
     for d, line, names in zip([d for d in dtypes for _ in (0, 1)], lines, groups):
         spans = [i for i in range(len(line)) if line.startswith(d, i) and line[i - 1] in " (<="]
         assert len(spans) == 2 and all(set(names[i:i + len(d)]) == {"milDtype"} for i in spans), line
+
+
+@pytest.mark.parametrize("name", sorted(DTYPE_NAMED_VARS))
+def test_a_var_named_like_a_dtype_is_a_var(name, tmp_path):
+    text, expected = DTYPE_NAMED_VARS[name]
+    path = tmp_path / name
+    path.write_text(text)
+    _, groups = syntax_groups(str(path), tmp_path)
+    for line, start, end, kind in dtype_named_places(text, expected):
+        found = set(groups[line][start:end])
+        assert found <= ({"milVar", "milOutputName"} if kind == "var" else {"milDtype"}) and found, \
+            (name, line, text.split("\n")[line][start:end], found)
+
+
+def test_no_unbounded_look_behind():
+    # Vim tries an unbounded look-behind at every earlier place of the line: slow on long lines
+    with open(os.path.join(VIM_DIR, "syntax", "mil.vim"), encoding="utf-8") as f:
+        source = f.read()
+    assert not re.findall(r"@<[=!]", source)
+
+
+def test_ops_vars_and_functions_are_linked_to_groups_of_their_own():
+    # Vim's default colour schemes link Function to Identifier: they must not share it
+    with open(os.path.join(VIM_DIR, "syntax", "mil.vim"), encoding="utf-8") as f:
+        links = dict(re.findall(r"^hi def link (\w+) (\w+)", f.read(), re.M))
+    shown = {group: "Identifier" if links[group] == "Function" else links[group] for group in ("milOp", "milVar", "milFunction")}
+    assert len(set(shown.values())) == 3, shown

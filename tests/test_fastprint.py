@@ -149,7 +149,8 @@ def test_common_values_take_the_fast_path():
                      outputs=[Var(f"c{i}", v.type)]) for i, v in enumerate(values)]
     program = Program({"main": Function(opset="CoreML7", blocks={"CoreML7": Block(operations=ops)})})
     text = check(proto_bytes(program), must_print=True)
-    assert 'b64"' in text and "blob(64)" in text and "int4([-8, 7, 0])" in text
+    assert 'b64"' in text and "int4([-8, 7, 0])" in text
+    assert "(64, 64, fp16)(blob)" in text and '(2, fp16)(blob("other.bin", 0))' in text  # offset implied, and not
 
 
 def test_names_that_need_quoting():

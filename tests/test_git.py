@@ -65,8 +65,8 @@ def test_git_diff_shows_a_changed_op_and_a_changed_weight(repo, tmp_path):
     assert changed == [
         '-    %input_5_cast_fp16: (2, 32, fp16) = relu(x=%linear_0_cast_fp16, name="input_5_cast_fp16")',
         '+    %input_5_cast_fp16: (2, 32, fp16) = sigmoid(x=%linear_0_cast_fp16, name="input_5_cast_fp16")',
-        f"-blob(640): 32 x fp16, 64 bytes, sha256:{old_digest}",
-        f"+blob(640): 32 x fp16, 64 bytes, sha256:{new_digest}"]
+        f"-blob: 32 x fp16, 64 bytes, sha256:{old_digest}",
+        f"+blob: 32 x fp16, 64 bytes, sha256:{new_digest}"]
     assert "Manifest.json" not in diff                           # packing again kept its identifiers
     log = repo("log", "-p", "-1")
     assert "+    %input_5_cast_fp16: (2, 32, fp16) = sigmoid(" in log
@@ -199,3 +199,14 @@ def test_git_diff_names_a_changed_weight_and_its_max_difference(repo):
         assert "# 1 op changed (const)" in diff
         changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
         assert len(changed) == 2 and all("%var_4_weight_to_fp16" in line and "sha256:" in line for line in changed)
+
+
+def test_external_diff_of_a_pb_that_is_no_mil_program_shows_its_text(repo):
+    run("git-setup", "--structural", cwd=repo.path, env=repo.env)
+    (repo.path / "graph.pb").write_bytes(b"\x0a\x05hello\xff")
+    repo("add", "-A")
+    repo("commit", "-qm", "one")
+    (repo.path / "graph.pb").write_bytes(b"\x0a\x05world\xff")
+    diff = repo("diff")
+    assert diff.startswith("diff --miltext a/graph.pb b/graph.pb\n")
+    assert "+# 8 bytes, sha256:" in diff and " # miltext: not shown as MIL text" in diff

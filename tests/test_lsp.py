@@ -197,7 +197,10 @@ def test_hover_shows_type_and_defining_op(client):
     assert hover["range"] == span(6, line.index("%two"), line.index("%two") + 4)
     hover = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, line.index("%x") + 1)})
     assert "%x: (1, 2, fp32)" in hover["contents"]["value"] and "input of function `main`" in hover["contents"]["value"]
-    nothing = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, line.index("mul"))})
+    op = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, line.index("mul"))})
+    assert op["contents"]["value"].startswith("**mul** in CoreML7 (iOS17)")
+    assert op["range"] == span(6, line.index("mul"), line.index("mul") + 3)
+    nothing = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, line.index("name"))})
     assert nothing is None
 
 
@@ -321,7 +324,10 @@ def test_a_model_section_is_kept_and_checked(client):
     assert d["range"] == span(2, 11, 16) and "authr" in d["message"]
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
                                              "contentChanges": [{"text": section + GOOD.replace("  block0", "block0")}]})
-    assert client.notification("textDocument/publishDiagnostics", uri)["diagnostics"] == []
+    found = client.notification("textDocument/publishDiagnostics", uri)["diagnostics"]
+    # the section against the program: it leaves out main's bool input and its outputs
+    assert {d["code"] for d in found} == {"model-section"} and all(d["range"] == span(0, 0, 5) for d in found)
+    assert "main takes input %p, which the model section does not list" in [d["message"] for d in found]
     (edit,) = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
                                                          "options": {"tabSize": 2, "insertSpaces": True}})
     assert edit["newText"] == section + GOOD

@@ -6,10 +6,11 @@ import sys
 
 import pytest
 
-from editor_texts import SAMPLES, printed_texts, text_files
+from editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places, printed_texts, text_files
 
 try:  # a missing Pygments fails the run, with what to install
     from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
+    from pygments.styles import get_style_by_name
     from pygments.token import Comment, Error, Keyword, Name, Number, String
 except ImportError:
     pytest.fail("Pygments is not installed: pip install -e '.[pygments]' (make test does)", pytrace=False)
@@ -48,7 +49,7 @@ def tokens_of(line: str) -> dict:
 def test_constructs_of_both_dialects():
     ours = tokens_of('%y: (2, fp16) = relu(x=%"in 0", name="y")  # note\n')
     assert ours["%y"] in Name.Variable and ours['%"in 0"'] in Name.Variable
-    assert ours["fp16"] in Keyword.Type and ours["relu"] in Name.Function and ours["x"] in Name.Attribute
+    assert ours["fp16"] in Keyword.Type and ours["relu"] in Name.Builtin and ours["x"] in Name.Attribute
     assert ours["# note"] in Comment
     model = tokens_of("model(specificationVersion=8) {\n  input %x: (2, fp32)\n}\n")
     assert model["model"] in Keyword and model["input"] in Keyword and model["%x"] in Name.Variable
@@ -73,3 +74,26 @@ def test_pygmentize_colours_a_file():
     assert run.returncode == 0, run.stderr
     assert "Token.Keyword.Declaration\t'func'" in run.stdout
     assert "Token.Error" not in run.stdout
+
+
+def test_a_var_named_like_a_dtype_is_a_var():
+    lexer = get_lexer_by_name("mil")
+    for name, (text, expected) in DTYPE_NAMED_VARS.items():
+        starts = {}
+        offset = 0
+        for token, value in lexer.get_tokens(text):
+            starts[offset] = (token, value)
+            offset += len(value)
+        lines = text.split("\n")
+        for line, start, end, kind in dtype_named_places(text, expected):
+            at = sum(len(x) + 1 for x in lines[:line]) + start
+            token, value = starts[at]
+            assert value == lines[line][start:end], (name, line, value)
+            assert token in (Name.Variable if kind == "var" else Keyword.Type), (name, line, value, token)
+
+
+def test_ops_vars_and_functions_get_colours_of_their_own():
+    style = get_style_by_name("default")
+    ours = tokens_of('main[CoreML7](%x: (2, fp32)) {\n  block0() {\n    %y: (2, fp32) = relu(x=%x)\n')
+    colours = {style.style_for_token(ours[w])["color"] for w in ("main", "relu", "%y")}
+    assert len(colours) == 3

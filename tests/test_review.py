@@ -12,7 +12,7 @@ import pytest
 import miltext
 from miltext.review import Side, compare
 from miltext.review.graph import change_dot, program_dot
-from conftest import proto_cases
+from conftest import proto_cases, require_native
 from model_cases import PACKAGES, assert_clean_failure, miltext as run, name_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -161,3 +161,44 @@ def test_the_docs_show_what_diff_prints():
         first = re.search(r"```text\n(.*?)```", f.read(), re.S).group(1)
     result = run("diff", "mlp6.mlpackage", "mlp7.mlpackage", cwd=os.path.join(HERE, "review"))
     assert result.stdout == first
+
+
+def test_lazy_tables_answer_for_keys_not_yet_made():
+    from miltext.lazy import LazyTable
+    made = []
+    table = LazyTable(("a", "b"), lambda key: made.append(key) or key * 2)
+    assert "a" in table and "c" not in table and made == []
+    assert table["a"] == "aa" and table.get("b") == "bb" and table.get("c", 0) == 0 and made == ["a", "b"]
+    with pytest.raises(KeyError):
+        table["c"]
+
+
+def test_textconv_imports_neither_numpy_nor_the_parser(tmp_path, native_enabled):
+    import subprocess
+    import sys
+    require_native("miltext.text._fastprint")   # the native printer is what spares them
+    probe = ("import sys, io\nfrom miltext.cli import main\nout = sys.stdout = io.StringIO()\n"
+             "main(['textconv', sys.argv[1]])\nsys.stdout = sys.__stdout__\n"
+             "print(len(out.getvalue()), *sorted(m for m in ('numpy', 'lark', 'miltext.text.parser') if m in sys.modules))")
+    mlmodel = os.path.join(MLP6, "Data", "com.apple.CoreML", "model.mlmodel")
+    program = os.path.join(HERE, "corpus", "coremltools", "torch_mlp.pb")
+    weights = os.path.join(MLP6, "Data", "com.apple.CoreML", "weights", "weight.bin")
+    for path in (mlmodel, program, weights):
+        result = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True, cwd=tmp_path)
+        size, *heavy = result.stdout.split()
+        assert int(size) > 200 and heavy == [], (path, result.stdout, result.stderr)
+
+
+def test_an_immediate_weight_changed_is_summed_up_too():
+    with open(os.path.join(HERE, "corpus", "coremltools", "torch_mlp.pb"), "rb") as f:
+        text = miltext.proto_to_text(f.read())
+    old = "fp16([-0.10016, -0.2305, -0.1819, 0.2346])"
+    assert old in text
+    changed = text.replace(old, "fp16([-0.10016, -0.2305, -0.5, 0.2346])")
+    out = compare(Side.from_text(text, "a"), Side.from_text(changed, "b")).text().splitlines()
+    assert out[2:4] == ["# 1 op changed (const)",
+                        "# weight %var_4_bias_to_fp16 (4, fp16) changed: 1 of 4 elements, max abs difference 0.318115"]
+    assert len(changed_lines("\n".join(out))) == 2               # the linear using it is the same op
+    scalar = text.replace('const(val=-1, name="op_17")', 'const(val=1, name="op_17")')
+    out = compare(Side.from_text(text, "a"), Side.from_text(scalar, "b")).text()
+    assert "# 1 op changed (const)" in out and "# weight" not in out  # a scalar is no weight

@@ -6,12 +6,14 @@ output in render. docs/check.md describes every rule.
 """
 from __future__ import annotations
 
-from . import inference, model_section, names, ops, structure, values
+import os
+
+from . import inference, model_section, names, ops, structure, values, weight_refs
 from .context import Context
 from .diagnostics import Diagnostic, in_source_order, with_file
 from .weights import WeightFiles
 
-FAMILIES = (names, structure, values, ops, inference, model_section)
+FAMILIES = (names, structure, values, ops, inference, model_section, weight_refs)
 RULES = {rule: severity for family in FAMILIES for rule, severity in family.RULES.items()}
 
 
@@ -27,6 +29,7 @@ def check(program, *, filename: str | None = None, source: str | None = None,
     weight_files = WeightFiles(weights) if weights is not None else None
     try:
         ctx = Context(program, source, weight_files, section)
+        ctx.folder = os.path.dirname(os.path.abspath(filename)) if filename else None  # of npy(...) paths
         for family in FAMILIES:
             family.check(ctx)
     finally:

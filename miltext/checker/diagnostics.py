@@ -14,7 +14,9 @@ BUILD_REFUSES = frozenset({"unknown-op", "redefinition"})
 class Diagnostic:
     """One finding. `line` and `column` are 1-based and None when the program was not parsed
     from text; `rule` names the check that found it (docs/check.md lists them); `notes` are
-    Diagnostics of severity "note" that point at related places ("first defined here")."""
+    Diagnostics of severity "note" that point at related places ("first defined here");
+    `suggestion` is the text that would replace what is at the place ("did you mean"), for
+    editors to offer as a fix."""
     severity: str
     message: str
     line: int | None = None
@@ -22,6 +24,7 @@ class Diagnostic:
     file: str | None = None
     rule: str = ""
     notes: list[Diagnostic] = field(default_factory=list)
+    suggestion: str | None = None
 
     @property
     def is_error(self) -> bool:

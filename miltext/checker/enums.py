@@ -49,4 +49,12 @@ def allowed(op_type: str, key: str, opset: str):
     """The strings input `key` of `op_type` may hold in `opset`, or None when any will do."""
     if (op_type, key) == ("cast", "dtype"):
         return CAST_DTYPES.get(opset, _CAST_IOS17)
-    return ALLOWED.get((op_type, key)) or ALLOWED.get(("*", key))
+    found = ALLOWED.get((op_type, key)) or ALLOWED.get(("*", key))
+    if found is None and key.endswith("dtype"):    # any other dtype input names a MIL dtype
+        found = DTYPE_NAMES
+    return found
+
+
+DTYPE_NAMES = ("bool", "string", "fp16", "fp32", "fp64", "bf16", "int4", "int8", "int16", "int32",
+               "int64", "uint1", "uint2", "uint3", "uint4", "uint6", "uint8", "uint16", "uint32",
+               "uint64", "fp8e4m3fn", "fp8e5m2")

@@ -7,16 +7,15 @@ types the text declares. An op found at fault leaves its untyped outputs unknown
 mistake is reported once, not at every op after it."""
 from __future__ import annotations
 
-import importlib.util
 from functools import partial
 
+from .. import dtypes
 from .. import ops as op_table
-from ..infer import walk
-from ..infer import registry
+from ..infer import registry, walk
 from ..infer.errors import InferenceError, Refused, Unsupported
 from ..infer.symbols import concrete
-from ..ir import Value
-from . import coremltools_words, signature
+from ..ir import ListType, TensorType, Value
+from . import by_coremltools, flow_types, signature
 from .compat import compatible, describe
 from .context import Context, var
 from .shapes import Mistake, Plain, rules_for
@@ -39,41 +38,54 @@ def check(ctx: Context) -> None:
 class Verifier:
     def __init__(self, ctx: Context):
         self.ctx = ctx
-        self.runtime: set = set()     # names of vars only known when the model runs
-        self.coremltools = None       # whether coremltools is there (asked once, when needed)
-        self.cache: dict = {}         # coremltools' answers, by what it was asked
+        self.runtime: dict = {}       # id of a Scope -> names it defines known only at run time
+        self.scopes: list = []        # the Scopes seen, kept alive so their ids stay theirs
+        self._scope = None            # the scope of the op visited last
+        self.coremltools = by_coremltools.Inference(ctx.from_print)
 
     def run(self) -> None:
-        program = self.ctx.program
-        for fn in program.functions.values():
-            self.runtime.update(v.name for v in fn.inputs)
-        walk(program, self.visit)
+        walk(self.ctx.program, self.visit)
 
-    def constant(self, name: str) -> bool:
-        return name not in self.runtime
+    def _runtime_of(self, scope) -> set:
+        found = self.runtime.get(id(scope))
+        if found is None:   # first seen at its first op: all it holds is its inputs
+            found = self.runtime[id(scope)] = set(scope.types)
+            self.scopes.append(scope)
+        return found
+
+    def _is_runtime(self, name: str, scope) -> bool:
+        owner = scope.owner(name)
+        return owner is not None and name in self._runtime_of(owner)
 
     def visit(self, op, operands):
-        for inner in op.blocks:
-            self.runtime.update(v.name for v in inner.inputs)
+        scope = operands.scope
+        if scope is not self._scope:            # a block's first op: note the block's inputs
+            self._scope = scope
+            self._runtime_of(scope)
         if op.type == "const":
             val = op.attributes.get("val")
-            return [val.type] if val is not None else None
-        types = self.verify(op, operands)
-        if op.type.startswith("constexpr_"):   # a weight, as coremltools counts consts
-            operands.scope.consts.update(v.name for v in op.outputs)
-        if self._computed(op, operands):
-            self.runtime.update(v.name for v in op.outputs)
+            return [val.type] if val is not None and op.outputs and op.outputs[0].type is None else None
+        typed, computed = self._inputs(op, scope)
+        types = self.verify(op, operands) if typed else None
+        if computed and not op.type.startswith("constexpr_") and not (
+                operands.output_values and all(v is not None for v in operands.output_values)):
+            self._runtime_of(scope).update(v.name for v in op.outputs)
         return types
 
-    def _computed(self, op, operands) -> bool:
-        """Whether the op's outputs are known only at run time: some input is, and inference
-        does not know the value (coremltools counts a `shape` of a static tensor constant)."""
-        if op.type.startswith("constexpr_"):
-            return False
-        if operands.output_values and all(v is not None for v in operands.output_values):
-            return False
-        return any(isinstance(b, str) and b in self.runtime
-                   for bindings in op.inputs.values() for b in bindings) or bool(op.blocks)
+    def _inputs(self, op, scope) -> tuple:
+        """(whether every input has a type, whether some input is known only at run time: then
+        so are the outputs, unless inference knows their values, as coremltools counts a
+        `shape` of a static tensor constant)."""
+        typed, computed = True, bool(op.blocks)
+        for bindings in op.inputs.values():
+            for b in bindings:
+                if isinstance(b, str):
+                    owner = scope.owner(b)
+                    if owner is None or owner.types[b] is None:
+                        typed = False
+                    elif not computed and b in self._runtime_of(owner):
+                        computed = True
+        return typed, computed
 
     def verify(self, op, operands):
         ctx = self.ctx
@@ -82,21 +94,18 @@ class Verifier:
         variant = op_table.variant(op.type, operands.opset)
         if variant is None:
             return None                # an unknown op, or one its opset lacks: the ops family says
-        if any(isinstance(b, str) and operands.scope.type(b) is None
-               for bindings in op.inputs.values() for b in bindings):
-            return None                # an input of unknown type: nothing to check it with
         if op.type in ("cond", "while_loop"):
-            return self.control_flow(op, operands, variant)
+            return self.control_flow(op, operands)
         try:
-            signature.check(operands, variant, self.constant, ctx.from_print)
+            self.signature(operands)
             for rule in rules_for(op.type):
                 rule(Plain(operands))
             types = self.infer(op, operands)
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
-            return None
+            return m.meant
         except Refused as e:
-            rule_key, message = coremltools_words.translate(op, operands, e.detail)
+            rule_key, message = by_coremltools.translate(op, operands, e.detail)
             self.report(op, "coremltools-inference", rule_key, message)
             return None
         except InferenceError as e:
@@ -104,26 +113,37 @@ class Verifier:
             return None
         except Unsupported:
             return None
-        if types is None:
-            return None
+        except _RULE_SLIPS:
+            return None                # a value of a form no rule expects (a list for an axis):
+            # the op is left unchecked rather than blamed for a rule's own gap
+        if types is None or not all(_well_formed(concrete(t)) for t in types):
+            return None                # what a rule made of values of a form it does not expect
         self.compare(op, types)
         return types
 
-    def control_flow(self, op, operands, variant):
+    def signature(self, operands) -> None:
+        computed = partial(self._is_runtime, scope=operands.scope)
+        signature.check(operands, computed, self.ctx.from_print)
+
+    def control_flow(self, op, operands):
         """cond and while_loop: their inputs are checked here, their blocks by the structure
         family; their types, when their blocks agree, go on to the ops after them."""
         try:
-            signature.check(operands, variant, self.constant, self.ctx.from_print)
+            self.signature(operands)
             for rule in rules_for(op.type):
                 rule(Plain(operands))
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
             return None
-        except Unsupported:
+        except (Unsupported, *_RULE_SLIPS):
             return None
+        if op.type == "cond":
+            flow_types.cond_blocks(self.ctx, op, operands)
+        elif len(op.blocks) == 2:
+            flow_types.loop_blocks(self.ctx, op, operands)
         try:
             return registry.native(op.type)[1](operands)
-        except (InferenceError, Unsupported):
+        except (InferenceError, Unsupported, *_RULE_SLIPS):
             return None
 
     def infer(self, op, operands):
@@ -133,41 +153,16 @@ class Verifier:
                 return found[1](operands)
             except Unsupported:
                 pass
-        return self.infer_by_coremltools(op, operands)
-
-    def infer_by_coremltools(self, op, operands):
-        if self.coremltools is None:
-            self.coremltools = importlib.util.find_spec("coremltools") is not None
-        if not self.coremltools or (self.ctx.from_print and _has_literal(op)):
-            return None                # a print's literals have guessed dtypes
-        from ..infer import coremltools_rules
-        key = _question(op, operands)
-        if key is not None and key in self.cache:
-            answer = self.cache[key]
-        else:
-            try:
-                answer = (coremltools_rules.infer(operands), operands.output_values)
-            except Refused as e:
-                answer = e
-            except InferenceError:
-                answer = None          # what miltext cannot hand coremltools is no mistake
-            if key is not None:
-                self.cache[key] = answer
-        if isinstance(answer, Refused):
-            if _stood_in(op, operands):
-                return None            # it was given zeros for a weight not at hand
-            raise answer
-        if answer is None:
-            return None
-        operands.output_values = answer[1]
-        return answer[0]
+        return self.coremltools.types(op, operands)
 
     def compare(self, op, types) -> None:
-        if self.ctx.from_print and _has_literal(op):
+        if self.ctx.from_print and has_literal(op):
             return                     # a print's literals have guessed dtypes
         for out, inferred in zip(op.outputs, types):
+            if out.type is None or out.type == inferred:
+                continue
             inferred = concrete(inferred)
-            if out.type is not None and not compatible(out.type, inferred):
+            if not compatible(out.type, inferred):
                 self.ctx.error("inferred-type", out.loc or op.loc,
                                f"{var(out.name)} is declared {describe(out.type)}, but {op.type} "
                                f"gives {describe(inferred)}")
@@ -179,29 +174,21 @@ class Verifier:
         self.ctx.error(rule, loc, message)
 
 
+def _well_formed(t) -> bool:
+    if isinstance(t, TensorType):
+        return isinstance(t.dtype, str) and t.dtype in dtypes.BY_NAME and all(
+            d is None or type(d) is int and d >= 0 for d in t.shape)
+    if isinstance(t, ListType):
+        return _well_formed(t.element) and (t.length is None or type(t.length) is int)
+    return t is not None
+
+
+_RULE_SLIPS = (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError)
+
+
 def where_has(op, key: str) -> bool:
     return key in op.inputs or key in op.attributes
 
 
-def _has_literal(op) -> bool:
+def has_literal(op) -> bool:
     return any(isinstance(b, Value) for bindings in op.inputs.values() for b in bindings)
-
-
-def _stood_in(op, operands) -> bool:
-    """Whether coremltools was given a stand-in for an input: a const whose value is not at hand."""
-    return any(c and v is None for key in op.inputs
-               for c, v in zip(operands.consts(key), operands.values(key)))
-
-
-def _question(op, operands):
-    """What coremltools is asked about an op, as a key: its type, opset and each input's types
-    and (small) values; None when a value is too big to be part of the key."""
-    parts = [op.type, operands.opset]
-    for key in list(op.inputs) + sorted(k for k in op.attributes if k != "name"):
-        for t, v in zip(operands.types(key), operands.values(key)):
-            if v is not None and v.size > 64:
-                return None
-            parts.append((key, repr(t), None if v is None else (v.dtype.str, v.shape, v.tobytes()
-                                                                 if v.dtype != object else repr(v.tolist()))))
-    return tuple(parts)
-

@@ -175,8 +175,8 @@ class _Agreement:
                 self._error(loc, f"{what} is an array here, but {name} returns {describe(t)}", where, "returned here")
                 return
             self._dtype(a.dataType, t, what, loc, where)
-            if a.shape and t.proto_rank >= 0 and t.rank is None:
-                self._shape(list(a.shape), None, t, what, loc, where)
+            if a.shape and t.rank is None:
+                self._shape(list(a.shape), None, t, what, loc, where, open_ok=True)
         elif kind == "dictionaryType" and not isinstance(t, DictType):
             self._error(loc, f"{what} is a dictionary here, but {name} returns {describe(t)}", where, "returned here")
         elif kind in ("stringType", "int64Type"):
@@ -213,7 +213,9 @@ class _Agreement:
             self._error(loc, f"{what} is {dtype} here, but {t.dtype} in the program", where,
                         f"the program's type is {describe(t)}")
 
-    def _shape(self, shape, ranges, t: TensorType, what, loc, where) -> None:
+    def _shape(self, shape, ranges, t: TensorType, what, loc, where, open_ok=False) -> None:
+        """Sizes against dims; `open_ok`: an open dim may have any size (an output's shape in
+        a description says what it is at the sizes the model was made for)."""
         note = f"the program's type is {describe(t)}"
         if len(shape) != len(t.shape):
             self._error(loc, f"{what} has rank {len(shape)} here, but {len(t.shape)} in the program", where, note)
@@ -229,12 +231,9 @@ class _Agreement:
                                 f"fixes it at {dim}", where, note)
                 elif size != dim:
                     self._error(loc, f"size {axis} of {what} is {size} here, but {dim} in the program", where, note)
-            elif dim is None or isinstance(dim, str):
-                if not flexible and ranges is not None:
-                    continue  # a fixed range for an open size: the program still runs at that size
-                if not flexible:
-                    self._error(loc, f"size {axis} of {what} is fixed at {size} here, but the program leaves it "
-                                "open: give its range ([shapeRange=...]) or fix it in the program", where, note)
+            elif not open_ok and ranges is None:   # (a fixed range for an open size is fine)
+                self._error(loc, f"size {axis} of {what} is fixed at {size} here, but the program leaves it "
+                            "open: give its range ([shapeRange=...]) or fix it in the program", where, note)
 
     def _image(self, image, t, v, loc) -> None:
         what = f"input {var(v.name)}"

@@ -120,7 +120,7 @@ def _unknown_opset(ctx: Context, fn, function: str, key: str, known: dict) -> No
     meant = by_ios.get(key.lower()) or next((o for o in names if o.lower() == key.lower()), None)
     if meant is not None:
         ctx.error("opset-name", fn.loc, f"unknown opset {key!r} in function {function}; did you mean "
-                  f"{meant} (the {known[meant]} opset)? MIL names opsets CoreML5 to {names[-1]}")
+                  f"{meant}? (MIL names the {known[meant]} opset {meant})")
         return
     ctx.warning("unknown-opset", fn.loc, f"unknown opset {key!r} in function {function} (known: "
                 f"{names[0]} to {names[-1]}){did_you_mean(key, names)}; its ops are not checked "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from .. import __version__
@@ -28,6 +29,7 @@ COMMANDS = [
     ("textconv", "textconv_cmd", "MIL text of a file, for git's textconv (never fails)"),
     ("check", "check_cmd", "report what is wrong in programs that parse"),
     ("infer", "infer_cmd", "show .mil text with every output type, name and const filled in"),
+    ("run", "run_cmd", "run a model on NumPy: outputs to .npz, or checked against a reference"),
     ("lsp", "lsp_cmd", "run the MIL language server on stdin/stdout (for editors)"),
 ]
 
@@ -86,6 +88,9 @@ def with_error(message: str, args=None) -> str:
     first = message.split("\n", 1)[0]
     if first.startswith("error: ") or ": error: " in first:
         return message
+    own = re.match(r"(miltext[\w -]*): ", first)     # `miltext git-setup: ...`
+    if own:
+        return f"{own.group(1)}: error: {message[own.end():]}"
     named = [v for v in vars(args).values() if isinstance(v, str) and v] if args is not None else []
     for path in sorted(named, key=len, reverse=True):
         if message.startswith(path + ": "):

@@ -15,10 +15,11 @@ import sys
 from ..progress import Progress
 
 STAGES = {"reading": 4, "checking": 2, "inferring": 2, "writing": 2}   # shares of the bar
+NO_WEIGHTS = ""     # blob values not checked: the output does not carry weight files
 
 
 def add_arguments(p) -> None:
-    p.add_argument("file", help="the .mil text to build")
+    p.add_argument("file", help="the .mil text to build (- reads it from stdin)")
     p.add_argument("-o", "--output", required=True, help="the .mlpackage, .mlmodel or .pb to write")
     add_no_verify(p)
 
@@ -43,13 +44,16 @@ def run(args) -> int:
 def build(source: str, output: str, kind: str | None, verify: bool, label: str) -> int:
     """Read, verify, make explicit and write: what build and pack do. 1 when verification
     refuses the text (its diagnostics on stderr), else 0."""
-    from ..model.io import read_model, write_model
+    from ..model.io import PACKAGE, display_name, kind_of, read_model, write_model
     from .verify import diagnostics, refusal
-    refused = None
+    refused, name = None, display_name(source)
     with Progress(label, stages=STAGES) as progress:
         model = read_model(source, progress)
         if verify:
-            refused = refusal(source, *diagnostics(model, source, progress=progress))
+            # blobs are checked against the weights a package gets; a .pb carries none
+            carried = (kind or kind_of(output)) == PACKAGE
+            found = diagnostics(model, name, None if carried else NO_WEIGHTS, progress)
+            refused = refusal(name, *found)
         if refused is None:
             make_explicit(model, source, progress)
             progress.stage("writing")
@@ -65,7 +69,7 @@ def make_explicit(model, path: str, progress=None) -> None:
     programs"): write them in, before anything is built from the program."""
     from ..errors import InputError, ProgramError
     from ..infer import complete, infer
-    from ..model.io import TEXT, kind_of, located
+    from ..model.io import TEXT, display_name, kind_of, located
     from ..progress import Silent
     if kind_of(path) not in (TEXT, None):
         return
@@ -76,7 +80,7 @@ def make_explicit(model, path: str, progress=None) -> None:
         progress.stage("inferring", total=_untyped_ops(program))
         infer(program, report=lambda op, family: progress.advance(1))
     except ProgramError as e:
-        raise InputError(located(path, e.loc, e.message)) from None
+        raise InputError(located(display_name(path), e.loc, e.message)) from None
 
 
 def _untyped_ops(program) -> int:

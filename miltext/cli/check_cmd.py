@@ -16,7 +16,7 @@ from ..checker.diagnostics import Diagnostic
 from ..checker.render import render_json, render_text, summary
 from ..errors import ParseError
 from ..errors import InputError
-from ..model.io import STDIN, STDIN_NAME, read_model
+from ..model.io import display_name, read_model
 from ..progress import Progress
 from . import write_stdout
 
@@ -38,8 +38,7 @@ def run(args) -> int:
     diagnostics, sources = [], {}
     with Progress("check", stages={"reading": 2, "checking": 1}) as progress:
         for path in args.files:
-            name = STDIN_NAME if path == STDIN else path
-            found, sources[name] = check_file(path, args.weights, progress)
+            found, sources[display_name(path)] = check_file(path, args.weights, progress)
             diagnostics.extend(found)
     if args.format == "json":
         write_stdout(render_json(diagnostics))
@@ -53,7 +52,7 @@ def run(args) -> int:
 def check_file(path: str, weights: str | None, progress=None) -> tuple[list, str | None]:
     """The diagnostics of one file and the text they point into (None when there is none)."""
     from .verify import diagnostics
-    name = STDIN_NAME if path == STDIN else path
+    name = display_name(path)
     try:
         model = read_model(path, progress)
         return diagnostics(model, name, weights, progress)
@@ -67,3 +66,11 @@ def check_file(path: str, weights: str | None, progress=None) -> tuple[list, str
                 message = message[len(head):]
                 break
         return [Diagnostic("error", message, file=name, rule="input")], None
+
+
+def model_source(path: str) -> tuple[str, str | None]:
+    """A model's text as `miltext print` shows it, and its weights folder (None: it has none)."""
+    from ..model.text import model_text
+    from .verify import weights_beside
+    model = read_model(path)
+    return model_text(model), weights_beside(model)

@@ -25,12 +25,18 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from ..progress import Progress
+    with Progress("fmt") as progress:
+        return _format(args, progress)
+
+
+def _format(args, progress) -> int:
     from ..errors import ParseError, ProgramError
     from ..files import write_atomic
     from ..errors import InputError
     from ..source.formatter import UnsafeFormat, format_source
     counts = {"changed": 0, "unchanged": 0, "failed": 0}
-    for path in mil_files(args.files, counts):
+    for path in progress.each(mil_files(args.files, counts)):
         try:
             text = _read(path)
             formatted = format_source(text, path, keep_comments=not args.drop_comments)

@@ -5,13 +5,13 @@ Output types the text leaves out are inferred: by miltext's own rules for the co
 by coremltools' (when it is installed) for the others. An op without `name=` takes its first
 output's name; its literal arguments become `const` ops, as `build` writes them. An op whose
 types cannot be inferred is an error at its line. The comments and blank lines of a .mil file
-stay where they were, as `fmt` keeps them.
+stay where they were, as `fmt` keeps them. FILE - reads the text from stdin.
 """
 from . import write_stdout
 
 
 def add_arguments(p) -> None:
-    p.add_argument("file", help="the .mil text (or any file `print` reads)")
+    p.add_argument("file", help="the .mil text (or any file `print` reads; - reads stdin)")
 
 
 def run(args) -> int:

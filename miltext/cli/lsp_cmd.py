@@ -1,8 +1,10 @@
 """Run the MIL language server on stdin and stdout, for editors.
 
 It reports parse errors (and check's findings) as you type, shows a var's type and the op that
-defines it on hover, goes to the definition of a %name, lists functions, blocks and ops, and
-formats a file through the canonical printer. Needs the `lsp` extra: pip install 'miltext[lsp]'.
+defines it, or an op's signature, on hover; completes op names, input names, %names and dtypes;
+finds definitions and references, highlights and renames a var; shows inferred types as inlay
+hints; offers quick fixes; lists functions, blocks and ops; and formats a file through the
+canonical printer. Needs the `lsp` extra: pip install 'miltext[lsp]'.
 """
 import sys
 

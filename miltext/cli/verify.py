@@ -17,7 +17,8 @@ def weights_beside(model) -> str | None:
 def diagnostics(model, path: str, weights: str | None = None, progress=None) -> tuple[list, str]:
     """What check finds in `model` (read from `path`), and the text it points into: the text
     the model was read from, or for a model or a serialized program, its canonical text (as
-    `miltext print` shows it)."""
+    `miltext print` shows it). `weights` is the weights folder blob values are checked against:
+    without it, the one beside the model; "" for none."""
     from ..checker import check
     text, section, program = model.text, model.section, None
     if text is None:
@@ -29,17 +30,22 @@ def diagnostics(model, path: str, weights: str | None = None, progress=None) -> 
         program = model.program
     if progress is not None:
         progress.stage("checking", seconds=len(text) / CHECK_RATE)
-    found = check(program, filename=path, source=text, section=section,
-                  weights=weights if weights is not None else weights_beside(model))
+    if weights is None:
+        weights = weights_beside(model)
+    found = check(program, filename=path, source=text, section=section, weights=weights or None)
     return found, text
 
 
 def refusal(path: str, found: list, text: str) -> str | None:
     """What a command that writes says when `found` holds an error (every diagnostic, then the
     count), or None when there is none: then it may write. Besides errors, the warnings Core ML
-    cannot load past (an unknown op, a name defined twice) refuse too: Diagnostic.blocks_build."""
+    cannot load past (an unknown op, a name defined twice) refuse too: Diagnostic.blocks_build;
+    for the command that refuses, they are errors, and say so."""
+    from dataclasses import replace
+
     from ..checker.render import render_text, summary
     if not any(d.blocks_build for d in found):
         return None
+    found = [replace(d, severity="error") if d.blocks_build else d for d in found]
     return render_text(found, {path: text}) + summary(found) + \
         "; nothing written (--no-verify writes it anyway)\n"

@@ -61,6 +61,9 @@ class _Placeholder(str):
     """The name of a function input of the tiny program, standing for a computed input."""
 
 
+_SCALAR = object()   # marks a placeholder that stands for a rank-0 input
+
+
 def _argument(t, value, const: bool, name: str, placeholders: dict, symbols: dict, op):
     """The builder's argument for one input binding; `symbols` gives each of miltext's Syms
     one coremltools symbol, so that sizes shared by inputs stay shared."""
@@ -71,7 +74,9 @@ def _argument(t, value, const: bool, name: str, placeholders: dict, symbols: dic
         raise InferenceError.at(op.loc, f"cannot infer the output types of {op.type}: coremltools has "
                                         f"no {t.dtype} type; write the output types in the text")
     if value is not None and not fully_known(value):
-        value = None    # partly known (a shape with unknown dims): coremltools gets its type only
+        if isinstance(t, TensorType) and t.dtype.startswith("int") and value.ndim <= 1:
+            return _sizes(value, t.dtype, name, placeholders, symbols)
+        value = None    # partly known, beyond what is rebuilt: coremltools gets its type only
     if value is None and const and isinstance(t, TensorType) and t.is_static:
         value = np.zeros(t.shape)   # a weight not at hand: its shape is what inference needs
     if value is not None and isinstance(t, TensorType):
@@ -80,7 +85,7 @@ def _argument(t, value, const: bool, name: str, placeholders: dict, symbols: dic
         shape = tuple(d if known(d) else symbols.setdefault(d, get_new_symbol()) if isinstance(d, Sym)
                       else get_new_symbol() for d in t.shape)
         placeholders[name] = (shape or (1,), ct_types.string_to_builtin(t.dtype))
-        return _Placeholder(name) if t.shape else (_Placeholder(name), "scalar")
+        return _Placeholder(name) if t.shape else (_Placeholder(name), _SCALAR)
     raise InferenceError.at(op.loc, f"cannot infer the output types of {op.type}: an input "
                                     f"of type {t!r} is beyond what coremltools is given here")
 
@@ -101,10 +106,41 @@ def _coremltools_dtypes() -> frozenset:
     return frozenset(known)
 
 
+class _Sizes:
+    """A value partly known at run time (sizes read from shapes), to be rebuilt in the tiny
+    program the way converted programs compute one: gathered from the shape of an input whose
+    dims are its symbols, so that coremltools knows it as the same symbolic value."""
+
+    def __init__(self, value, dtype: str, holder: str, positions: dict):
+        self.value, self.dtype, self.holder, self.positions = value, dtype, holder, positions
+
+    def build(self, by_name):
+        from coremltools.converters.mil import Builder as mb
+        shape = mb.shape(x=by_name[self.holder])
+        parts = [mb.gather(x=shape, indices=self.positions[v], axis=0) if isinstance(v, Sym) else np.int32(v)
+                 for v in self.value.reshape(-1)]
+        built = parts[0] if self.value.ndim == 0 else mb.concat(values=parts, axis=0)
+        return built if self.dtype == "int32" else mb.cast(x=built, dtype=self.dtype)
+
+
+def _sizes(value, dtype: str, name: str, placeholders: dict, symbols: dict) -> _Sizes:
+    from coremltools.converters.mil.mil import get_new_symbol
+    from coremltools.converters.mil.mil import types as ct_types
+    positions: dict = {}
+    for v in value.reshape(-1):
+        if isinstance(v, Sym) and v not in positions:
+            positions[v] = len(positions)
+    holder = f"sizes_of_{name}"
+    placeholders[holder] = (tuple(symbols.setdefault(v, get_new_symbol()) for v in positions), ct_types.fp32)
+    return _Sizes(value, dtype, holder, positions)
+
+
 def _resolve(argument, by_name):
     from coremltools.converters.mil import Builder as mb
 
-    if isinstance(argument, tuple) and len(argument) == 2 and argument[1] == "scalar":
+    if isinstance(argument, _Sizes):
+        return argument.build(by_name)
+    if isinstance(argument, tuple) and len(argument) == 2 and argument[1] is _SCALAR:
         return mb.squeeze(x=by_name[argument[0]])   # coremltools has no rank-0 function inputs
     if isinstance(argument, _Placeholder):
         return by_name[argument]

@@ -66,12 +66,13 @@ def _native(op, operands):
 
 
 def _declared_only(op, operands):
-    """For an op the text types in full: the native rule's types (for their unknown sizes and
-    values) when they fit the declared ones."""
+    """For an op the text types in full: the native rule's types all the same, so that their
+    unknown sizes and the values the rule knows carry on to the ops after (where the declared
+    types say more, they win: see `symbolic`)."""
     if op.type == "const":
         return None
     types = _native(op, operands)
-    if types is None or len(types) != len(op.outputs):
+    if types is not None and len(types) != len(op.outputs):
         operands.output_values = None
         return None
     return types

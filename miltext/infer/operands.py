@@ -26,6 +26,10 @@ class Scope:
             s = s.parent
         return s
 
+    def owner(self, name: str):
+        """The scope that defines `name` for this one (it or an enclosing one), or None."""
+        return self._scope_of(name, "types")
+
     def type(self, name: str):
         s = self._scope_of(name, "types")
         return None if s is None else s.types[name]
@@ -56,7 +60,7 @@ class Operands:
         self.op, self.opset, self.scope = op, opset, scope
         self.block_outputs: list = []     # the output types of each nested block, in order
         self.output_values = None         # values of the outputs, when inference knows them
-        self._params = {p["name"]: p for p in (op_table.variant(op.type, opset) or {}).get("inputs", ())}
+        self._params = op_table.params(op.type, opset)
 
     def kind(self, key: str) -> str | None:
         """The op table's kind of input `key`: "tensor", "tuple", "list", ..."""
@@ -115,13 +119,25 @@ class Operands:
     def scalar(self, key: str, *, default=...):
         """Input `key` as one Python number, bool or str (a list for a longer value)."""
         v = self.value(key, required=default is ...)
+        if v is not None and not fully_known(v):
+            if default is ...:
+                raise Unsupported(f"input {key!r} is only known at run time")
+            v = None
         if v is None:
             return default
         v = np.asarray(v)
         return v.item() if v.size == 1 else v.tolist()
 
     def ints(self, key: str, *, default=...) -> list | None:
-        """Input `key` as a list of ints; an element only known at run time is a Sym."""
+        """Input `key` as a list of ints (axes, strides, ...); Unsupported when some are only
+        known at run time."""
+        found = self.sizes(key, default=default)
+        if found is not None and not all(type(i) is int for i in found):
+            raise Unsupported(f"input {key!r} is only known at run time")
+        return found
+
+    def sizes(self, key: str, *, default=...) -> list | None:
+        """Input `key` as a list of sizes: ints, or Syms for those only known at run time."""
         v = self.value(key, required=default is ...)
         if v is None:
             return None if default is None else list(default)

@@ -38,7 +38,7 @@ def known(d) -> bool:
 
 def derived(op: str, *parts) -> Sym:
     """The Sym of an expression of sizes: the same expression of the same sizes is the same Sym."""
-    return Sym((op,) + tuple(p.key if isinstance(p, Sym) else int(p) for p in parts))
+    return Sym((op,) + tuple(p.key if isinstance(p, Sym) else p.item() if hasattr(p, "item") else p for p in parts))
 
 
 def symbolic(t, declared=None):

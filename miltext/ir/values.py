@@ -69,6 +69,21 @@ class Blob:
 
 
 @dataclass(eq=True, slots=True)
+class WeightRef:
+    """A tensor in a `.npy` or `.safetensors` file, written in MIL text as the value of a const
+    (`npy("w.npy")`, `safetensors("model.safetensors", "layers.0.wq")`). It is source, not
+    MIL.proto: building the program writes the tensor into the weight file and puts a `Blob` in
+    its place (miltext.model.weight_refs). `path` is relative to the text's folder; `source_dtype`
+    is the file's dtype when the text casts it (`from=fp32`), else None."""
+    format: str                   # "npy" or "safetensors"
+    path: str
+    tensor: str | None = None     # the tensor's name in a safetensors file
+    source_dtype: str | None = None
+    loc: tuple | None = field(default=None, compare=False)   # (line, column) of the path in the text
+    tensor_loc: tuple | None = field(default=None, compare=False)   # and of the tensor name
+
+
+@dataclass(eq=True, slots=True)
 class EmptyImmediate:
     """An ImmediateValue message with no case set."""
 
@@ -81,7 +96,7 @@ class Elided:
 @dataclass(eq=True, slots=True)
 class Value:
     type: ValueType | None
-    data: object = None      # TensorData | TupleData | ListData | DictData | Blob | EmptyImmediate | Elided | None
+    data: object = None      # TensorData | TupleData | ListData | DictData | Blob | EmptyImmediate | Elided | WeightRef | None
     doc: str = ""
 
     @classmethod

@@ -1,22 +1,22 @@
-"""What the language server knows of one text: the program (with its model section) or its
-parse errors, check's findings, the names and the outline (worked out when first asked), and
-its canonical form. Texts in Apple's model.mil dialect stay in it: their names are bare, and
-they format as model.mil."""
+"""What the language server knows of one text: its reading (the program, put together from ops
+parsed one at a time, and the errors of those that do not parse), check's findings, the names
+and the outline (worked out when first asked), and its canonical form. Each analysis starts
+from the one before it, so what an edit did not touch is not worked out again. Texts in Apple's
+model.mil dialect stay in it: their names are bare, and they format as model.mil."""
 from __future__ import annotations
 
-import inspect
+import os
+import re
 from dataclasses import dataclass, field
 
 import miltext
 
-from ..errors import ParseError
-from ..model.text import parse_model
-from ..text import modelmil_printer, printer
-from ..text.modelmil_words import looks_like_modelmil, text_version
-from .names import Names
+from . import checking
+from .actions import suggestion_in
+from .document import Reading
+from .index import Index
 from .outline import outline
-from .source import Source, from_loc
-
+from .source import Source
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Finding:
     message: str
     code: str        # "parse", or the rule of check that found it
     notes: list = field(default_factory=list)  # (range, message)
+    suggestion: str | None = None   # a replacement for the range, when check has one
 
 
 class CannotFormat(Exception):
@@ -33,22 +34,26 @@ class CannotFormat(Exception):
 
 
 class Analysis:
-    def __init__(self, text: str):
-        self.source = Source(text)
-        self.modelmil = looks_like_modelmil(text)
-        self.model = self.program = self.error = None
-        try:
-            self.model = parse_model(text)
-            self.program = self.model.program
-        except ParseError as e:
-            self.error = e
-        self._names = self._outline = None
+    def __init__(self, text: str, previous: "Analysis | None" = None, path: str | None = None):
+        self.reading = Reading(text, previous.reading if previous is not None else None)
+        self.index = self.reading.index = Index(self.reading, previous.index if previous is not None else None)
+        self.source = Source(text, self.reading.lines)
+        self.modelmil = self.reading.modelmil
+        self.model, self.program = self.reading.model, self.reading.program
+        self.path = path
+        self._previous = previous
+        self._diagnostics = None
+        self.complete = False    # whether the check findings come from a check of the whole program
+        self._outline = None
+        self._inferred = None
 
     @property
-    def names(self) -> Names | None:
-        if self._names is None and self.program is not None:
-            self._names = Names(self.program, self.source)
-        return self._names
+    def weights(self) -> str | None:
+        """The weights folder beside the document (an unpacked model), as check would use it."""
+        if self.path is None:
+            return None
+        folder = os.path.join(os.path.dirname(self.path), "weights")
+        return folder if os.path.isdir(folder) else None
 
     @property
     def outline(self) -> list:
@@ -56,65 +61,134 @@ class Analysis:
             self._outline = [] if self.program is None else outline(self.program, self.source, self.modelmil)
         return self._outline
 
-    def findings(self) -> list[Finding]:
-        if self.error is not None:
-            return [Finding("error", self._range(line, column), message, "parse")
-                    for line, column, message in self.error.errors]
+    # ---- findings ----
+    def findings(self, complete: bool = False) -> list[Finding]:
+        """Parse errors, then check's findings on what parses; with `complete`, from a check
+        of the whole program (else from the previous analysis's where it can)."""
+        out = [Finding("error", self._range(line, column), message, "parse")
+               for line, column, message in self.reading.errors]
         # A note with a place becomes related information; one without adds to the message.
-        return [Finding(d.severity, self._range(d.line, d.column),
+        out += [Finding(d.severity, self._range(d.line, d.column),
                         "\n".join([d.message] + [n.message for n in d.notes if n.line is None]),
                         d.rule or "check",
-                        [(self._range(n.line, n.column), n.message) for n in d.notes if n.line is not None])
-                for d in self._check()]
+                        [(self._range(n.line, n.column), n.message) for n in d.notes if n.line is not None],
+                        d.suggestion or suggestion_in(d.message))
+                for d in self.diagnostics(complete)]
+        said = set()  # a model section's mistake is both a parse error here and check's finding
+        return [f for f in out if (f.range, f.message) not in said and not said.add((f.range, f.message))]
 
-    def _check(self) -> list:
-        check = getattr(miltext, "check", None)
-        if check is None:
+    def diagnostics(self, complete: bool = False) -> list:
+        if self.program is None:
             return []
-        if "source" in inspect.signature(check).parameters:  # then it places carets exactly
-            return check(self.program, source=self.source.text)
-        return check(self.program)
+        if self._diagnostics is None or (complete and not self.complete):
+            before = self._previous
+            found = None
+            if not complete and before is not None and before._diagnostics is not None:
+                found = checking.incremental(before.reading, self.reading, self.index,
+                                             before._diagnostics, self.weights)
+            if found is None:
+                found, self.complete = checking.full(self.program, self.source.text, self.weights,
+                                                   self.reading.section), True
+            self._diagnostics = self._without_echoes(found)
+            self._previous = None  # what it was worked out from is not needed any more
+        return self._diagnostics
+
+    def _without_echoes(self, diagnostics: list) -> list:
+        """Without `x is not defined` for the names a line that does not parse declares: that
+        line's error says it all."""
+        broken = self.reading.broken_names()
+        if not broken:
+            return diagnostics
+        from ..text.lexemes import var_name
+        out = []
+        for d in diagnostics:
+            if d.rule in ("undefined-name", "undefined-output"):
+                named = re.search(r"(\S+) is not defined", d.message)   # "[block output] %x is not defined"
+                named = named.group(1) if named else ""
+                if (var_name(named) if named.startswith("%") else named) in broken:
+                    continue
+            out.append(d)
+        return out
 
     def _range(self, line: int | None, column: int | None) -> tuple:
         if line is None:
             return (0, 0), (0, 0)
         return self.source.token_range((line - 1, (column or 1) - 1))
 
+    # ---- names ----
+    def lookup(self, pos: tuple):
+        """(occurrence, declaration or None) of the name at `pos`, or None."""
+        o = self.index.at(pos)
+        return None if o is None else (o, self.index.resolve(o))
+
     def definition(self, pos: tuple) -> tuple | None:
         """The range of the declaration that the name at `pos` refers to."""
-        found = self._lookup(pos)
-        if found is None or found[1] is None or found[1].loc is None:
+        found = self.lookup(pos)
+        if found is None or found[1] is None:
             return None
-        return self.source.token_range(from_loc(found[1].loc))
+        return found[1].start, found[1].end
 
     def hover(self, pos: tuple) -> tuple[str, tuple] | None:
         """Markdown on the name at `pos` (its type and what defines it), and the name's range."""
-        found = self._lookup(pos)
+        found = self.lookup(pos)
         if found is None:
             return None
-        (token, start, end), v = found
-        if v is None:
-            return f"`{token}`: nothing defines this name here", (start, end)
-        return f"```mil\n{self._declaration(v)}\n```\n{self.names.describe(v)}", (start, end)
+        o, d = found
+        if d is None:
+            return f"`{self.source.line(o.start[0])[o.start[1]:o.end[1]]}`: nothing defines this name here", (o.start, o.end)
+        return f"```mil\n{self.declaration(d.var)}\n```\n{d.what}", (o.start, o.end)
 
-    def _declaration(self, v) -> str:
-        if not self.modelmil:
-            return printer.var_decl(v)
-        if v.type is None:
-            return v.name
-        return f"{modelmil_printer.type_text(v.type, text_version(self.program))} {v.name}"
-
-    def _lookup(self, pos: tuple):
-        at = self.source.name_at(pos, bare=self.modelmil)
-        if at is None or self.names is None:
+    def hover_op(self, pos: tuple) -> tuple[str, tuple] | None:
+        """Markdown on the op type at `pos`: its signature in the function's opset."""
+        from . import ophelp
+        found = ophelp.op_type_at(self.source.line(pos[0]), pos[1])
+        if found is None:
             return None
-        known, v = self.names.lookup(at[0], at[1])
-        return (at, v) if known else None
+        text = ophelp.signature(found[0], ophelp.opset_at(self.program, pos[0]))
+        return None if text is None else (text, ((pos[0], found[1]), (pos[0], found[2])))
+
+    def references(self, pos: tuple, with_declaration: bool = True) -> list:
+        """The occurrences of the name at `pos` that refer to what it refers to."""
+        found = self.lookup(pos)
+        if found is None or found[1] is None:
+            return []
+        return [o for o in self.index.references(found[1]) if with_declaration or not o.declares]
+
+    def rename(self, pos: tuple, new_name: str) -> list | None:
+        """(range, text) edits that rename the var at `pos` everywhere it is meant; ValueError
+        for a name the dialect cannot write."""
+        from ..text.lexemes import var
+        found = self.lookup(pos)
+        if found is None or found[1] is None:
+            return None
+        name = new_name[1:] if new_name.startswith("%") and not self.modelmil else new_name
+        if self.modelmil:
+            import re
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{new_name!r} is not a name model.mil can write (letters, digits and _)")
+            text = name
+        else:
+            if not name:
+                raise ValueError("a var needs a name")
+            text = var(name)
+        return [((o.start, o.end), text) for o in self.index.references(found[1])]
+
+    def declaration(self, v) -> str:
+        """How the text declares a var, with its inferred type when the text leaves it out."""
+        from .types import declaration
+        t = v.type if v.type is not None else self.inferred(v)
+        return declaration(v.name, t, self.modelmil, self.program) + ("" if v.type is not None or t is None else "  # inferred")
+
+    def inferred(self, v):
+        from .types import inferred_types
+        if self._inferred is None:
+            self._inferred = inferred_types(self.program) if self.program is not None else {}
+        return self._inferred.get(id(v))
 
     def formatted(self) -> str:
         """What `miltext fmt` writes (comments kept; model.mil stays model.mil), or CannotFormat
         saying why not."""
-        if self.program is None:
+        if self.program is None or self.reading.errors:
             raise CannotFormat("the text does not parse")
         from ..source.formatter import format_source
         try:

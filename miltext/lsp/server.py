@@ -1,11 +1,20 @@
 """The pygls side of `miltext lsp`: LSP messages in, Analysis answers out.
 
-Each open text is analysed once for each content it has. Places go out in the units the client
-asked for (UTF-16 unless it negotiated otherwise); Analysis counts code points.
+Each open text is analysed once for each content it has, each analysis starting from the one
+before. Edits are debounced: diagnostics go out DEBOUNCE after the last edit (an edit arriving
+meanwhile supersedes the one before, whose work is dropped), from a check that reuses the
+previous findings; once the typing has stopped for IDLE, the whole program is checked again.
+Places go out in the units the client asked for (UTF-16 unless it negotiated otherwise);
+Analysis counts code points.
 """
 from __future__ import annotations
 
+import asyncio
+import gc
+from urllib.parse import unquote, urlparse
+
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
@@ -16,8 +25,13 @@ from .transport import REFUSED, BoundedReader
 # file is about 2 MB; one with every weight inline can be tens of MB.
 MAX_DOCUMENT = 32 << 20
 
+DEBOUNCE = 0.04   # seconds from an edit to its diagnostics, when no other edit follows
+IDLE = 0.6        # seconds without edits before the whole program is checked again
+
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "note": lsp.DiagnosticSeverity.Information}
+COMPLETION_KIND = {"op": lsp.CompletionItemKind.Function, "input": lsp.CompletionItemKind.Field,
+                   "var": lsp.CompletionItemKind.Variable, "dtype": lsp.CompletionItemKind.TypeParameter}
 KIND = {"function": lsp.SymbolKind.Function, "block": lsp.SymbolKind.Namespace,
         "op": lsp.SymbolKind.Operator}
 
@@ -26,6 +40,7 @@ class MilServer(LanguageServer):
     def __init__(self):
         super().__init__("miltext", __version__)
         self.analyses: dict[str, Analysis] = {}
+        self.pending: dict[str, asyncio.Task] = {}
 
     def analysis(self, uri: str) -> Analysis:
         text = self.workspace.get_text_document(uri).source
@@ -33,8 +48,29 @@ class MilServer(LanguageServer):
             text = ""  # not read: publish says why
         found = self.analyses.get(uri)
         if found is None or found.source.text != text:
-            found = self.analyses[uri] = Analysis(text)
+            found = self.analyses[uri] = Analysis(text, found, _path(uri))
         return found
+
+    def schedule(self, uri: str) -> None:
+        """Diagnostics for the text as it is after DEBOUNCE, unless another edit comes first."""
+        task = self.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self.pending[uri] = asyncio.ensure_future(self._later(uri))
+
+    async def _later(self, uri: str) -> None:
+        try:
+            await asyncio.sleep(DEBOUNCE)
+            self.publish(uri)
+            await asyncio.sleep(IDLE)
+            a = self.analyses.get(uri)
+            if a is not None and not a.complete:
+                self.publish(uri, complete=True)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if self.pending.get(uri) is asyncio.current_task():
+                del self.pending[uri]
 
     def position_in(self, a: Analysis, position: lsp.Position) -> tuple:
         p = self.workspace.position_codec.position_from_client_units(a.source.lines, position)
@@ -46,19 +82,20 @@ class MilServer(LanguageServer):
                       for p in span)
         return lsp.Range(start=start, end=end)
 
-    def publish(self, uri: str) -> None:
-        size = len(self.workspace.get_text_document(uri).source)
+    def publish(self, uri: str, complete: bool = False) -> None:
+        document = self.workspace.get_text_document(uri)
+        size, version = len(document.source), document.version
         if size > MAX_DOCUMENT:
             self.analyses.pop(uri, None)
             message = (f"miltext: this document has {size:,} characters, more than the {MAX_DOCUMENT:,} "
                        "the language server reads; use `miltext check` on it")
             at = lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
-            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=[
                 lsp.Diagnostic(range=at, message=message, severity=lsp.DiagnosticSeverity.Warning, source="miltext")]))
             return
         a = self.analysis(uri)
-        diagnostics = [self.diagnostic(uri, a, f) for f in a.findings()]
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        diagnostics = [self.diagnostic(uri, a, f) for f in a.findings(complete)]
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
 
     def diagnostic(self, uri: str, a: Analysis, f) -> lsp.Diagnostic:
         related = [lsp.DiagnosticRelatedInformation(
@@ -66,7 +103,8 @@ class MilServer(LanguageServer):
             for span, message in f.notes]
         return lsp.Diagnostic(range=self.range_of(a, f.range), message=f.message,
                               severity=SEVERITY.get(f.severity, lsp.DiagnosticSeverity.Error),
-                              source="miltext", code=f.code, related_information=related or None)
+                              source="miltext", code=f.code, related_information=related or None,
+                              data={"suggestion": f.suggestion} if f.suggestion else None)
 
     def symbol(self, a: Analysis, s) -> lsp.DocumentSymbol:
         return lsp.DocumentSymbol(name=s.name, detail=s.detail or None, kind=KIND[s.kind],
@@ -84,21 +122,25 @@ def did_open(ls: MilServer, params: lsp.DidOpenTextDocumentParams):
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
-def did_change(ls: MilServer, params: lsp.DidChangeTextDocumentParams):
-    ls.publish(params.text_document.uri)
+async def did_change(ls: MilServer, params: lsp.DidChangeTextDocumentParams):
+    ls.schedule(params.text_document.uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: MilServer, params: lsp.DidCloseTextDocumentParams):
     uri = params.text_document.uri
     ls.analyses.pop(uri, None)
+    task = ls.pending.pop(uri, None)
+    if task is not None:
+        task.cancel()
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
 def hover(ls: MilServer, params: lsp.HoverParams):
     a = ls.analysis(params.text_document.uri)
-    found = a.hover(ls.position_in(a, params.position))
+    pos = ls.position_in(a, params.position)
+    found = a.hover(pos) or a.hover_op(pos)
     if found is None:
         return None
     text, span = found
@@ -113,6 +155,87 @@ def definition(ls: MilServer, params: lsp.DefinitionParams):
     if span is None:
         return None
     return lsp.Location(uri=params.text_document.uri, range=ls.range_of(a, span))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+def references(ls: MilServer, params: lsp.ReferenceParams):
+    a = ls.analysis(params.text_document.uri)
+    found = a.references(ls.position_in(a, params.position), params.context.include_declaration)
+    return [lsp.Location(uri=params.text_document.uri, range=ls.range_of(a, (o.start, o.end))) for o in found]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+def highlight(ls: MilServer, params: lsp.DocumentHighlightParams):
+    a = ls.analysis(params.text_document.uri)
+    return [lsp.DocumentHighlight(range=ls.range_of(a, (o.start, o.end)),
+                                  kind=lsp.DocumentHighlightKind.Write if o.declares else lsp.DocumentHighlightKind.Read)
+            for o in a.references(ls.position_in(a, params.position), True)]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+def prepare_rename(ls: MilServer, params: lsp.PrepareRenameParams):
+    a = ls.analysis(params.text_document.uri)
+    found = a.lookup(ls.position_in(a, params.position))
+    if found is None or found[1] is None:
+        return None
+    return ls.range_of(a, (found[0].start, found[0].end))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_RENAME)
+def rename(ls: MilServer, params: lsp.RenameParams):
+    a = ls.analysis(params.text_document.uri)
+    try:
+        edits = a.rename(ls.position_in(a, params.position), params.new_name)
+    except ValueError as e:
+        raise JsonRpcInvalidParams(str(e)) from None
+    if edits is None:
+        return None
+    return lsp.WorkspaceEdit(changes={params.text_document.uri: [
+        lsp.TextEdit(range=ls.range_of(a, span), new_text=text) for span, text in edits]})
+
+
+@server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=["%", "(", ",", "=", "<"]))
+def completion(ls: MilServer, params: lsp.CompletionParams):
+    from .completion import complete
+    a = ls.analysis(params.text_document.uri)
+    pos = ls.position_in(a, params.position)
+    items = []
+    for item in complete(a, pos):
+        edit = None
+        if item.replace_from is not None:
+            edit = lsp.TextEdit(range=ls.range_of(a, ((pos[0], item.replace_from), pos)), new_text=item.insert or item.label)
+        items.append(lsp.CompletionItem(label=item.label, kind=COMPLETION_KIND[item.kind], detail=item.detail or None,
+                                        insert_text=None if edit else item.insert, text_edit=edit))
+    return lsp.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+def inlay_hints(ls: MilServer, params: lsp.InlayHintParams):
+    from .types import hints
+    a = ls.analysis(params.text_document.uri)
+    first, last = ls.position_in(a, params.range.start)[0], ls.position_in(a, params.range.end)[0]
+    return [lsp.InlayHint(position=ls.range_of(a, (place, place)).start, label=label, kind=lsp.InlayHintKind.Type)
+            for place, label in hints(a, first, last)]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+def code_actions(ls: MilServer, params: lsp.CodeActionParams):
+    from .actions import fixes
+    a = ls.analysis(params.text_document.uri)
+    asked = [_Asked(d, ls.position_in(a, d.range.start), ls.position_in(a, d.range.end))
+             for d in params.context.diagnostics]
+    uri = params.text_document.uri
+    return [lsp.CodeAction(title=f.title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[f.diagnostic.original],
+                           edit=lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(range=ls.range_of(a, f.range), new_text=f.text)]}))
+            for f in fixes(a, asked)]
+
+
+class _Asked:
+    """A client's diagnostic with its places in code points."""
+
+    def __init__(self, d: lsp.Diagnostic, start: tuple, end: tuple):
+        self.original, self.range, self.code, self.message = d, (start, end), d.code, d.message
+        self.data = d.data
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
@@ -143,5 +266,15 @@ def refused(ls: MilServer, params):
         message=f"miltext: a message of {params.size:,} bytes was refused (the limit is {params.limit:,})"))
 
 
+def _path(uri: str) -> str | None:
+    """The file a file: URI names (for the weights beside it), else None."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" and parsed.path else None
+
+
 def serve() -> None:
+    # A 10k-op program is millions of objects that live as long as the document (bulk() moves
+    # them to the oldest generation): young collections are made rarer, so that an edit's few
+    # thousand new objects seldom set one off.
+    gc.set_threshold(100_000, 50, 100)
     server.start_io(BoundedReader())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate
 
 VAR = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)')
 BARE_NAME = re.compile(r'(?<![\w."])[A-Za-z_][A-Za-z0-9_]*(?![\w"]|\s*(?:=(?!=)|[(<]))')
@@ -25,13 +26,18 @@ def from_loc(loc: tuple) -> tuple:
 
 
 class Source:
-    def __init__(self, text: str):
+    def __init__(self, text: str, lines: list[str] | None = None):
         self.text = text
-        self.lines = text.split("\n")  # the parser counts lines at \n only
-        self._starts = [0]
+        self.lines = text.split("\n") if lines is None else lines  # the parser counts lines at \n only
+        self._line_starts = None
         self._ends: dict = {}
-        for line in self.lines[:-1]:
-            self._starts.append(self._starts[-1] + len(line) + 1)
+
+    @property
+    def _starts(self) -> list[int]:
+        """The offset of each line, worked out when first needed."""
+        if self._line_starts is None:
+            self._line_starts = list(accumulate((len(line) + 1 for line in self.lines[:-1]), initial=0))
+        return self._line_starts
 
     def line(self, n: int) -> str:
         return self.lines[n].rstrip("\r") if 0 <= n < len(self.lines) else ""

@@ -15,6 +15,7 @@ from .blobs import references
 from .derive import DescriptionError
 from .mlmodel import model_to_bytes, read_mlmodel
 from .package import is_package, read_package, write_package
+from .weight_refs import WeightRefError
 from .text import model_text, read_text_model
 
 PACKAGE, MLMODEL, PROGRAM, TEXT = "package", "mlmodel", "program", "text"
@@ -51,6 +52,11 @@ def read_model(path: str, progress=None) -> Model:
         model = read_text_model(program_file(path))   # text or a program .pb, by suffix or content
     model.source = path
     return model
+
+
+def display_name(path: str) -> str:
+    """What messages call the file `path` names."""
+    return STDIN_NAME if path == STDIN else path
 
 
 def _text_size(path: str, kind) -> int:
@@ -104,7 +110,7 @@ def write_model(model: Model, path: str, progress=None, kind: str | None = None)
             write_atomic(path, model_text(model).encode("utf-8"))
         else:
             raise InputError(f"{path}: write a .mlpackage, .mlmodel, .pb or .mil file")
-    except (ProgramError, DescriptionError) as e:
+    except (ProgramError, DescriptionError, WeightRefError) as e:
         raise InputError(located(source, e.loc, e.message)) from None
 
 

@@ -16,7 +16,7 @@ def model_text(model: Model, weights=None, program: str | None = None) -> str:
     text = program if model.spec is None else section_text(model.spec) + ("\n" + program if program else "")
     if weights is not None:
         from .blobs import with_digests
-        text = with_digests(text, weights)
+        text = with_digests(text, weights, model.program)
     return text
 
 

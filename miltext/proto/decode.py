@@ -1,7 +1,7 @@
 """MIL proto → object model. Every field and every set/unset distinction is kept."""
 from __future__ import annotations
 
-import numpy as np
+from ..lazy import LazyTable, numpy as np
 from google.protobuf.message import DecodeError
 
 from .. import dtypes
@@ -12,7 +12,8 @@ from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType,
 from ..bulk import bulk
 from . import schema
 
-_FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
+_FIXED_TYPES = {"floats": "<f4", "doubles": "<f8"}
+_FIXED_WIDTH = LazyTable(_FIXED_TYPES, lambda field: np.dtype(_FIXED_TYPES[field]))
 
 
 def program_from_proto(data) -> Program:

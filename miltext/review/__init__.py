@@ -57,18 +57,23 @@ class Change:
         return self.alignment.differs
 
     def weight_changes(self) -> list:
-        """A WeightChange for each const whose blob holds other numbers, in the new text's order."""
+        """A WeightChange for each const that holds other numbers, in the new text's order: a
+        blob's, or an immediate float tensor's (a b64 one says nothing to a reader)."""
         found = []
         for step in self.alignment.steps:
             if step.tag != CHANGED:
                 continue
             old, new = self.a.lines[step.a], self.b.lines[step.b]
-            ids_a, ids_b = self.alignment.blob_ids_a[step.a], self.alignment.blob_ids_b[step.b]
-            if new.op != "const" or not new.defs or len(old.blobs) != 1 or len(new.blobs) != 1 \
-                    or ids_a == ids_b or UNKNOWN in ids_a + ids_b:
+            if old.op != "const" or new.op != "const" or len(new.defs) != 1:
                 continue
-            found.append(weight_change(new.defs[0], _blob_shape(new.template),
-                                       self.a.digests.read(old.blobs[0]), self.b.digests.read(new.blobs[0])))
+            ids_a, ids_b = self.alignment.blob_ids_a[step.a], self.alignment.blob_ids_b[step.b]
+            if len(old.blobs) == 1 and len(new.blobs) == 1 and ids_a != ids_b and UNKNOWN not in ids_a + ids_b:
+                found.append(weight_change(new.defs[0], _blob_shape(new.template),
+                                           self.a.digests.read(old.blobs[0]), self.b.digests.read(new.blobs[0])))
+            elif not old.blobs and not new.blobs:
+                change = _immediate_change(old, new)
+                if change is not None:
+                    found.append(change)
         return found
 
     def text(self, context: int = 3) -> str:
@@ -77,6 +82,35 @@ class Change:
             return ""
         return render(self.a.lines, self.b.lines, self.alignment, self.a.label, self.b.label, context,
                       self.weight_changes())
+
+
+def _immediate_change(old, new):
+    """The WeightChange of two const lines holding float tensors of more than one element
+    whose numbers differ, else None."""
+    values = [_immediate(line) for line in (old, new)]
+    if None in values or values[0][0] != values[1][0] or values[1][1].size < 2:
+        return None
+    change = weight_change(new.defs[0], values[1][2], values[0][:2], values[1][:2])
+    return change if change.changed else None
+
+
+def _immediate(line):
+    """(dtype, flat elements, shape) of a const line's float tensor value, or None."""
+    from .. import loads
+    from ..errors import ParseError
+    from ..ir import TensorType
+    try:
+        op = loads(f"main() {{\n  block0() {{\n{line.text}\n  }} -> ()\n}}\n").functions["main"].block.operations[0]
+        value = op.attributes["val"]
+        if not isinstance(value.type, TensorType) or value.type.dtype not in _FLOATS:
+            return None
+        array = value.array
+    except (ParseError, KeyError, IndexError, TypeError, ValueError):
+        return None
+    return value.type.dtype, array.reshape(-1), array.shape
+
+
+_FLOATS = ("fp16", "fp32", "fp64", "bf16", "fp8e4m3fn", "fp8e5m2")
 
 
 def compare(a: Side, b: Side) -> Change:

@@ -50,6 +50,11 @@ class _Drawing:
         self.section_a, self.section_b = _model_section(a_lines or []), _model_section(b_lines)
         self.consts_a, self.consts_b = _const_types(a_lines or []), _const_types(b_lines)
         drawn = [k for k, s in enumerate(steps) if self._is_node(s)]
+        for k in drawn:   # a const drawn as a node of its own is not folded into its users too
+            if self._line(steps[k]).op == "const":
+                for names, lines, at in ((self.consts_a, a_lines, steps[k].a), (self.consts_b, b_lines, steps[k].b)):
+                    for name in lines[at].defs if at is not None else ():
+                        names.pop(name, None)
         for k in drawn:
             self.node_of[k] = f"n{k}"
         if collapse:

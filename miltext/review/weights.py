@@ -2,22 +2,26 @@
 blob (what makes two consts the same), and a numeric summary of a changed weight."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ..errors import InputError
 from ..ir import Blob
-from ..model.blobs import Weights
+from ..model.blobs import Weights, blob_path
 
 UNKNOWN = "?"   # the digest of a blob whose weight file is not there
 
 
 class BlobDigests:
-    """Digests of one model's blobs, read from its weight files as they are asked for; a blob
-    whose file is missing or broken has the digest UNKNOWN (it is then the same as any other)."""
+    """Digests of one model's blobs, read from its weight files as they are asked for. A blob
+    whose file is not there (no folder, no such regular file) has the digest UNKNOWN, the same
+    as any other; a file named out of the model folder, or a broken one, is an InputError, as
+    everywhere else."""
 
     def __init__(self, folder: str | None, source: str | None = None):
         self.weights = Weights(folder, source)
         self._digests: dict = {}
+        self._present: dict = {}
 
     def close(self) -> None:
         self.weights.__exit__(None, None, None)
@@ -25,12 +29,15 @@ class BlobDigests:
     def digest(self, blob: tuple) -> str:
         found = self._digests.get(blob)
         if found is None:
-            try:
-                found = self.weights.digest(Blob(blob[1], blob[0]))
-            except (InputError, OSError):
-                found = UNKNOWN
-            self._digests[blob] = found
+            found = self._digests[blob] = self.weights.digest(Blob(blob[1], blob[0])) if self._there(blob[0]) else UNKNOWN
         return found
+
+    def _there(self, file_name: str) -> bool:
+        present = self._present.get(file_name)
+        if present is None:
+            folder = self.weights.folder
+            present = self._present[file_name] = folder is not None and os.path.isfile(blob_path(folder, file_name))
+        return present
 
     def read(self, blob: tuple):
         """The blob's MIL dtype and elements (a flat numpy array), or None when they cannot be read."""

@@ -5,8 +5,10 @@ the one before, one column in from the opening bracket:
     %w = const(val=[[0.1, 0.2, 0.3],
                     [0.4, 0.5, 0.6]])
 
-A row too long for the width breaks between its numbers, the same way. Everything else in an
-op stays on its one line."""
+A row too long for the width breaks between its numbers, the same way, and the arguments after
+a broken literal start lines of their own, under the first. An op with comments inside its
+parentheses is written one argument per line, each comment after the argument it followed.
+Everything else in an op stays on its one line."""
 from __future__ import annotations
 
 import re
@@ -43,25 +45,22 @@ def op_text(op, column: int, numbers: bool, wraps: bool, inside=None) -> str:
     policy = Literals(numbers, wraps)
     token = printer.AUTHORED.set(policy)
     try:
-        head, args, tail = printer.op_parts(op)
+        head, keys, args, tail = printer.op_parts(op)
     finally:
         printer.AUTHORED.reset(token)
     call = column + len(head)
     if inside is None:
-        text = head + ", ".join(t for _, t in args) + tail
-    else:
-        text = head + _one_per_line(args, tail, inside, " " * call)
-    if not policy.found:
-        return text
-    out, broken = _lay_out(text.split(_MARK), policy.found, column, call)
+        text, broken = _lay_out(head + ", ".join(args) + tail, policy.found, column, call)
+    else:  # each argument from the call's column on; the comments added after, as they are
+        laid = [_lay_out(t, policy.found, call, call) for t in args]
+        text = head + one_per_line([t for t, _ in laid], [inside.after.get(k) for k in keys],
+                                   inside.before, " " * call)
+        tail, tail_broken = _lay_out(tail, policy.found, _column_after(text, column), call)
+        broken = tail_broken or any(b for _, b in laid)
+        text += tail
     if broken and not wraps:
         return op_text(op, column, numbers, True, inside)
-    return out
-
-
-def _one_per_line(args: list, tail: str, inside, indent: str) -> str:
-    return one_per_line([t for _, t in args], [inside.after.get(k) for k, _ in args], inside.before,
-                         indent) + tail
+    return text
 
 
 def one_per_line(items: list, after: list, before: list, indent: str) -> str:
@@ -87,9 +86,13 @@ def _comments(comments: list, indent: str) -> str:
 _NEXT_ARGUMENT = re.compile(r'[)\]]*, (?=(?:[A-Za-z_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")=)')
 
 
-def _lay_out(parts: list, found: list, column: int, call: int) -> tuple[str, bool]:
+def _lay_out(text: str, found: list, column: int, call: int) -> tuple[str, bool]:
+    """`text`, starting at `column`, with each literal's mark replaced by the literal laid out;
+    whether one broke into rows."""
+    if _MARK not in text:
+        return text, False
     out, broken, after_break = [], False, False
-    for i, part in enumerate(parts):
+    for i, part in enumerate(text.split(_MARK)):
         if i % 2:
             scalars, shape = found[int(part)]
             part = rows(scalars, shape, column)
@@ -101,8 +104,13 @@ def _lay_out(parts: list, found: list, column: int, call: int) -> tuple[str, boo
                 part = part[:m.end() - 1].rstrip() + "\n" + " " * call + part[m.end():]
             after_break = False
         out.append(part)
-        column = len(part) - part.rfind("\n") - 1 if "\n" in part else column + len(part)
+        column = _column_after(part, column)
     return "".join(out), broken
+
+
+def _column_after(text: str, column: int) -> int:
+    """The column after `text`, written from `column` on."""
+    return len(text) - text.rfind("\n") - 1 if "\n" in text else column + len(text)
 
 
 def rows(scalars: list, shape: tuple, column: int) -> str:

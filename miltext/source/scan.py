@@ -53,9 +53,6 @@ class Scan:
         line, column = loc
         return self.line_starts[line - 1] + column - 1
 
-    def line_of(self, offset: int) -> int:
-        return bisect.bisect_right(self.line_starts, offset)
-
     def opening(self, start: int) -> int | None:
         """Where the `{` is that a function or block written at `start` opens its body with:
         the first after it outside the brackets of its opset, inputs and attributes."""

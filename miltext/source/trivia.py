@@ -4,7 +4,8 @@ writes each construct (printer.print_program's `notes`).
 
 Each function head and end, block head and end, and op is an anchor: from where the parser
 placed it to the last code before the next anchor. A comment is
-- inside an anchor (an op laid over several lines): written on its own line before it;
+- inside an op's parentheses or a function's inputs: written after the argument or input it
+  followed (layout.one_per_line); inside an anchor elsewhere: on its own line before it;
 - after code on its line: trailing, written after the anchor that ends there;
 - on a line of its own: leading, written before the next anchor; before a `}`, it stays
   inside the braces; after the last function, at the end of the text.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import bisect
 import re
 
+from ..ir import Block
 from ..text.printer import INDENT
 from .layout import one_per_line, op_text
 from .scan import Scan
@@ -136,7 +138,7 @@ class Trivia:
             known = set(op.inputs) | set(op.attributes)
             if found is None or not found[1] or not all(key in known for _, key in found[1]):
                 continue
-            call, keys = found
+            keys = found[1]
             inside = self.inside[id(op)] = Inside()
             starts = [at for at, _ in keys]
             for c in a.inner:
@@ -155,7 +157,7 @@ class Trivia:
             above = []
             for c in a.inner:
                 i = bisect.bisect_right(starts, c.start) - 1
-                if i < 0 or c.start > a.end:
+                if i < 0:
                     above.append(c)
                 else:
                     inside.after.setdefault(i, []).append(c)
@@ -208,15 +210,7 @@ class Trivia:
         a = self.anchors.get((_kind(node) + " end", id(node)))
         if a is None:
             return end
-        inside = indent + INDENT
-        for c in a.leading:
-            if c.blank_before and not self._opened:
-                lines.append("")
-            lines.append(inside + c.text)
-            self._opened = False
-        for c in a.inner:
-            lines.append(inside + c.text)
-        self._opened = False
+        self._comment_lines(a, indent + INDENT, lines, blank_after=False)
         return end + _trailing(a)
 
     def head_lines(self) -> list:
@@ -241,12 +235,17 @@ class Trivia:
         if id(a) in self._led:
             return
         self._led.add(id(a))
+        self._comment_lines(a, indent, lines, blank_after=True)
+
+    def _comment_lines(self, a: Anchor, indent: str, lines: list, blank_after: bool) -> None:
+        """The comments before an anchor, with the blank lines between them (and, with
+        `blank_after`, before the anchor): none right after a `{`."""
         for c in a.leading:
             if c.blank_before and not self._opened:
                 lines.append("")
             lines.append(indent + c.text)
             self._opened = False
-        if a.blank_before and not self._opened:
+        if blank_after and a.blank_before and not self._opened:
             lines.append("")
         for c in a.inner:
             lines.append(indent + c.text)
@@ -254,7 +253,7 @@ class Trivia:
 
 
 def _kind(node) -> str:
-    return "block" if type(node).__name__ == "Block" else "function"
+    return "block" if isinstance(node, Block) else "function"
 
 
 def _trailing(a: Anchor) -> str:

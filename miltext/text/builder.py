@@ -9,10 +9,10 @@ from lark import Token, Transformer
 
 from .. import dtypes
 from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
-                  Program, StateType, TensorType, TupleType, UnknownType, Value, Var)
+                  Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
 from ..ir.types import MISSING
 from ..model.syntax import Call, Feature, Section
-from . import lexemes
+from . import blob_layout, lexemes
 from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
                        NumLit, Ref, default_value, prepared, storage_escape, string_value,
                        typed_value)
@@ -97,6 +97,11 @@ class _Data:
         self.item, self.doc = item, doc
 
 
+class _ImpliedBlob(Blob):
+    """`blob` without an offset, until the whole program is read and the layout gives it one."""
+    __slots__ = ("pos",)
+
+
 class _BlockNode:
     __slots__ = ("block", "key", "label", "outputs_pos")
 
@@ -122,6 +127,7 @@ class _Builder(Transformer):
         self.current = None  # the token the lexer handed over last (a fallback place for errors)
         self.type_depth: dict = {}  # id(composite type) -> how deep it nests, during one parse
         self.simple_types: dict = {}  # TENSOR_TYPE text -> its TensorType, shared: types repeat
+        self.implied_blobs = False    # a `blob` without its offset was read (blob_layout fills them in)
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
@@ -147,6 +153,7 @@ class _Builder(Transformer):
     # ---- program structure ----
     def start(self, items):
         program, model = Program(), None
+        implied, self.implied_blobs = self.implied_blobs, False
         for item in items:
             if isinstance(item, Section):
                 model = item
@@ -158,6 +165,11 @@ class _Builder(Transformer):
                 if name in program.functions:
                     self._fail(f"function {name!r} is defined twice", _pos(name))
                 program.functions[str(name)] = fn
+        if implied:
+            at = blob_layout.fill_in(program, _ImpliedBlob)
+            if at is not None:
+                self._fail("this blob's offset does not follow from the blob before it in its file, whose "
+                           "type has no static size; write the offset, blob(N)", at)
         return program if model is None else (model, program)
 
     # ---- the model section: plain items, which miltext.model.section gives a meaning ----
@@ -373,10 +385,13 @@ class _Builder(Transformer):
         if first == "(":
             if text[1] == "%":  # (%a, %b)
                 return _Bindings(Ref(name.strip()[1:]) for name in text[1:-1].split(","))
-            cut = text.index(")") + 1  # (64, 8, fp16)(blob(64))
-            offset = Token("SIGNED_INT", text[cut + 6:-2], line=line, column=column + cut + 6)
+            cut = text.index(")") + 1  # (64, 8, fp16)(blob(64)) or (64, 8, fp16)(blob)
+            if text.endswith("(blob)"):
+                data = self.implied_blob([None])
+            else:
+                data = self.blob([None, Token("SIGNED_INT", text[cut + 6:-2], line=line, column=column + cut + 6)])
             return self.simple_typed_value([Token("TENSOR_TYPE", text[:cut], line=line, column=column),
-                                            _Data(self.blob([None, offset]), "")])
+                                            _Data(data, "")])
         if first.isalpha():  # fp16(0.5), fp16([1.0, 2.0])
             cut = text.index("(")
             literal = self._simple_value(text[cut + 1:-1], line, column + cut + 1)
@@ -726,6 +741,32 @@ class _Builder(Transformer):
             return prepared(Blob(offset))
         return prepared(Blob(offset, self._text(file_tok)))
 
+    def implied_blob(self, items):
+        (file_tok,) = items
+        self.implied_blobs = True
+        blob = _ImpliedBlob(None) if file_tok is None else _ImpliedBlob(None, self._text(file_tok))
+        blob.pos = _pos(file_tok) if file_tok is not None else None   # None: its op's place
+        return prepared(blob)
+
+    def npy_ref(self, items):
+        path, key, dtype = items
+        return prepared(WeightRef("npy", self._text(path), None, self._from(key, dtype, "npy"), loc=_pos(path)))
+
+    def safetensors_ref(self, items):
+        path, tensor, key, dtype = items
+        return prepared(WeightRef("safetensors", self._text(path), self._text(tensor),
+                                  self._from(key, dtype, "safetensors"), loc=_pos(path), tensor_loc=_pos(tensor)))
+
+    def _from(self, key, dtype, what: str) -> str | None:
+        """`from=DTYPE`: the dtype of the file's tensor, cast to the declared one."""
+        if key is None:
+            return None
+        if key.split("=")[0].strip() != "from":
+            self._fail(f"{what}(...) takes the file{', the tensor name' if what == 'safetensors' else ''} "
+                       f"and from=DTYPE (the file's dtype, cast to the declared one), not {key.split('=')[0].strip()}=",
+                       _pos(key))
+        return self._dtype(dtype)
+
     def storage(self, items):
         tok, payload = items
         try:
@@ -820,7 +861,7 @@ _SIMPLE_ARG = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=(%[A-Za-z0-9_.@/]+|'
                          r'\[[ \t0-9.eE+\-,\[\]naif]*\]' + _NEXT_ARG + '|'
                          r'"[^"\\\n]*"|'
                          r'\(%[^)]*\)|'                                     # (%a, %b)
-                         r'\([^()]*\)\(blob\([0-9]+\)\)|'                   # (64, 8, fp16)(blob(64))
+                         r'\([^()]*\)\(blob(?:\([0-9]+\))?\)|'            # (64, 8, fp16)(blob(64))
                          r'[a-z0-9]+\((?:\[[^=]*?\]|[^,()]*)\)' + _NEXT_ARG + '|'  # fp16([1.0, 2.0])
                          r'[^,]+)(?:,[ \t]*|$)')
 

@@ -15,9 +15,9 @@ from .. import dtypes, ops, packing
 from ..bulk import bulk
 from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
-                  UnknownType, Value)
+                  UnknownType, Value, WeightRef)
 from ..ir.values import DEFAULT_WEIGHT_FILE, decode_tensor
-from . import lexemes
+from . import blob_layout, lexemes
 
 INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, larger as b64
 INDENT = "  "
@@ -27,12 +27,15 @@ _NO_CONTEXT = object()
 # numbers past INLINE_LIMIT too, and nested lists that the layout may break into rows.
 AUTHORED = ContextVar("authored_literals", default=None)
 
-
 def print_program(program, notes=None) -> str:
     """The canonical text; with `notes` (a miltext.source.trivia.Trivia), an author's text:
     their comments and blank lines placed by the notes, their literals laid out by them."""
-    with bulk():
-        return _program_text(program, notes)
+    token = blob_layout.PRINTING.set(blob_layout.Layout())
+    try:
+        with bulk():
+            return _program_text(program, notes)
+    finally:
+        blob_layout.PRINTING.reset(token)
 
 
 def _program_text(program, notes=None) -> str:
@@ -107,28 +110,29 @@ def var_decl(v) -> str:
 
 
 def op_text(op) -> str:
-    head, args, tail = op_parts(op)
-    return f"{head}{', '.join(text for _, text in args)}{tail}"
+    head, _, args, tail = op_parts(op)
+    return f"{head}{', '.join(args)}{tail}"
 
 
-def op_parts(op) -> tuple[str, list, str]:
-    """An op's text in three: up to its `(`, its arguments as (key, text), and from its `)`."""
+def op_parts(op) -> tuple[str, list, list, str]:
+    """An op's text in parts: up to its `(`, the keys of its arguments and their texts, and
+    from its `)` on."""
     outs = ", ".join(var_decl(v) for v in op.outputs)
     order = ops.input_order(op.type)
     keys = sorted(op.inputs, key=lambda k: (order.get(k, len(order)), k))
-    args = [(k, f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}") for k in keys]
+    args = [f"{lexemes.name(k)}={bindings_text(k, op.inputs[k])}" for k in keys]
     attrs = op.attributes
     rest = {}
     if attrs:
         for key in sorted(attrs):
             if key not in ("name", "val"):
                 rest[key] = attrs[key]
-        if "val" in attrs:
-            args.append(("val", f"val={value_text(attrs['val'])}"))
-        if "name" in attrs:
-            args.append(("name", f"name={value_text(attrs['name'])}"))
-    head = f"{lexemes.name(op.type)}("
-    return (f"{outs} = {head}" if outs else head), args, ")" + attributes_text(rest)
+        for key in ("val", "name"):
+            if key in attrs:
+                keys.append(key)
+                args.append(f"{key}={value_text(attrs[key])}")
+    call = f"{lexemes.name(op.type)}("
+    return (f"{outs} = {call}" if outs else call), keys, args, ")" + attributes_text(rest)
 
 
 def bindings_text(key: str, bindings: list) -> str:
@@ -211,7 +215,13 @@ def _tensor_type_text(t: TensorType) -> str:
         items = ["...", t.dtype]
     else:
         items = [dim_text(d) for d in t.shape] + [t.dtype, f"rank={t.rank}"]
-    return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
+    if not t.attributes:
+        return "(" + ", ".join(items) + ")"
+    token = blob_layout.PRINTING.set(None)  # a type's values are outside the layout's order
+    try:
+        return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
+    finally:
+        blob_layout.PRINTING.reset(token)
 
 
 # ---- values -----------------------------------------------------------------------------------
@@ -299,9 +309,14 @@ def _full_form(v: Value) -> str:
 def data_text(t, data) -> str | None:
     """The data of a value written as its type reads it back, or None when it cannot be."""
     if isinstance(data, Blob):
+        layout = blob_layout.PRINTING.get()
+        if layout is not None and layout.implied(data, t):
+            return "blob" if data.file == DEFAULT_WEIGHT_FILE else f"blob({lexemes.quote(data.file)})"
         if data.file == DEFAULT_WEIGHT_FILE:
             return f"blob({data.offset})"
         return f"blob({lexemes.quote(data.file)}, {data.offset})"
+    if isinstance(data, WeightRef):
+        return weight_ref_text(data)
     if isinstance(data, Elided):
         return "[...]"
     if isinstance(t, StateType) and isinstance(t.wrapped, TensorType):
@@ -322,6 +337,14 @@ def data_text(t, data) -> str | None:
     if isinstance(t, DictType) and isinstance(data, DictData):
         return "{" + ", ".join(f"{_side(k, t.key)}: {_side(v, t.value)}" for k, v in data.items) + "}"
     return None
+
+
+def weight_ref_text(ref: WeightRef) -> str:
+    """`npy("w.npy")`, `safetensors("model.safetensors", "wq", from=fp32)`."""
+    args = [lexemes.quote(ref.path)] + ([lexemes.quote(ref.tensor)] if ref.tensor is not None else [])
+    if ref.source_dtype is not None:
+        args.append(f"from={ref.source_dtype}")
+    return f"{ref.format}({', '.join(args)})"
 
 
 def _side(v, context) -> str:

@@ -15,11 +15,13 @@ _loaded = False
 
 class Mistake(Exception):
     """An input an op cannot take: `key` names it (None: the op as a whole); `rule` is the
-    check's name in docs/check.md."""
+    check's name in docs/check.md. With `meant`, checking goes on as if the suggested fix were
+    made (a cast to "float16" is taken as one to fp16), so the mistakes after it show too."""
 
-    def __init__(self, key: str | None, message: str, rule: str = "operand-shapes"):
+    def __init__(self, key: str | None, message: str, rule: str = "operand-shapes", meant=None):
         super().__init__(message)
         self.key, self.message, self.rule = key, message, rule
+        self.meant = meant      # the output types the op has if the fix suggested is made
 
 
 class Plain:

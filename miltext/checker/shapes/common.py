@@ -27,12 +27,11 @@ def axes_in(ops, key: str, rank: int, *, extra: int = 0) -> list | None:
     for a in axes:
         if a is None:
             return None
-        if not -n <= a < max(n, 1):
+        if not -n <= a < n:
             raise Mistake(key, f"axis {a} is out of range for a tensor of rank {n} "
-                               f"(axes go from {-n} to {n - 1})")
-        out.append(a % n if n else 0)
-    if len(set(out)) != len(out):
-        raise Mistake(key, f"axes {axes} name one axis twice")
+                               f"(axes go from {-n} to {n - 1})" if n else f"axis {a} is out of range "
+                               "for a scalar, which has no axes")
+        out.append(a % n)
     return out
 
 

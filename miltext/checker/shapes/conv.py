@@ -53,6 +53,7 @@ def conv(ops):
             raise Mistake("groups", f"{c_out} output channels do not divide into {groups} groups")
     _bias(ops, c_out)
     _per_dim(ops, n, "strides", "dilations", "pad")
+    _window_fits(ops, "weight", x.shape[2:], weight.shape[2:])
 
 
 @rule("conv_transpose")
@@ -86,6 +87,28 @@ def pool(ops):
     x = ops.tensor("x")
     n = _spatial(ops, "x", x)
     _per_dim(ops, n, "kernel_sizes", "strides", "pad")
+    kernel = ops.ints("kernel_sizes", default=None)
+    if kernel is not None and len(kernel) == n:
+        _window_fits(ops, "kernel_sizes", x.shape[2:], kernel)
+
+
+def _window_fits(ops, key: str, sizes, kernel) -> None:
+    """With pad_type valid (or custom), the kernel, dilated, fits in each padded spatial dim."""
+    pad_type = ops.scalar("pad_type", default="valid")
+    if pad_type not in ("valid", "custom"):
+        return
+    n = len(sizes)
+    dilations = (ops.ints("dilations", default=None) if ops.has("dilations") else None) or [1] * n
+    pad = (ops.ints("pad", default=None) if pad_type == "custom" and ops.has("pad") else None) or [0] * (2 * n)
+    if len(dilations) != n or len(pad) != 2 * n:
+        return
+    for i, (size, k) in enumerate(zip(sizes, kernel)):
+        if None in (size, k, dilations[i], pad[2 * i], pad[2 * i + 1]):
+            continue
+        reach = (k - 1) * dilations[i] + 1
+        if reach > size + pad[2 * i] + pad[2 * i + 1]:
+            raise Mistake(key, f"the {ops.op.type} window spans {reach} along spatial dim {i}, but x is "
+                               f"only {size} there{' with its padding' if pad_type == 'custom' else ''}")
 
 
 @rule("batch_norm", "instance_norm")

@@ -25,6 +25,8 @@ def concat(ops):
     if parts is None:
         return
     rank = len(parts[0].shape)
+    if rank == 0:
+        return      # scalars join as a vector (coremltools' reading)
     for i, t in enumerate(parts[1:], 1):
         if len(t.shape) != rank:
             raise Mistake("values", f"concat joins tensors of one rank: value 0 is {shown(parts[0])}, "
@@ -58,6 +60,7 @@ def stack(ops):
 @rule("split")
 def split(ops):
     x = ops.tensor("x")
+    _not_scalar(ops, x)
     a = axis_in(ops, "axis", len(x.shape))
     if a is None:
         return
@@ -93,12 +96,11 @@ def reshape(ops):
         raise Mistake("shape", f"shape {dims} has more than one -1 (only one dim may be inferred)")
     if any(d < -1 for d in dims):
         raise Mistake("shape", f"shape {dims} has a negative size")
-    resolved = [x.shape[i] if d == 0 and i < len(x.shape) else d for i, d in enumerate(dims)]
-    if None in x.shape or None in resolved:
-        return
+    if None in x.shape or 0 in dims:
+        return      # a 0 copies x's dim in some opsets and not in others: no count to compare
     total = math.prod(x.shape)
-    rest = math.prod(d for d in resolved if d != -1)
-    if -1 in resolved:
+    rest = math.prod(d for d in dims if d != -1)
+    if -1 in dims:
         if (rest == 0 and total != 0) or (rest and total % rest):
             raise Mistake("shape", f"x {shown(x)} has {total} elements, which shape {dims} cannot hold "
                                    f"(not a multiple of {rest})")
@@ -140,7 +142,7 @@ def layer_norm(ops):
     axes = axes_in(ops, "axes", len(x.shape))
     if axes is None:
         return
-    normalized = tuple(x.shape[a] for a in sorted(axes))
+    normalized = tuple(x.shape[a] for a in sorted(set(axes)))
     for key in ("gamma", "beta"):
         if ops.has(key):
             t = ops.tensor(key)
@@ -154,6 +156,7 @@ def layer_norm(ops):
 @rule("gather")
 def gather(ops):
     x, indices = ops.tensor("x"), ops.tensor("indices")
+    _not_scalar(ops, x)
     a = axis_in(ops, "axis", len(x.shape), default=0)
     if a is None:
         return
@@ -170,8 +173,18 @@ def gather_along_axis(ops):
     if len(indices.shape) != len(x.shape):
         raise Mistake("indices", f"indices {shown(indices)} must have the rank of x {shown(x)}")
     a = axis_in(ops, "axis", len(x.shape), default=0)
-    if a is not None:
-        _indices_inside(ops, x.shape[a], a)
+    if a is None:
+        return
+    for d, (n, m) in enumerate(zip(x.shape, indices.shape)):
+        if d != a and n is not None and m is not None and n != m:
+            raise Mistake("indices", f"indices {shown(indices)} must have the sizes of x {shown(x)} "
+                                     f"in every dim but the axis ({a}); dim {d} is {m}, not {n}")
+    _indices_inside(ops, x.shape[a], a)
+
+
+def _not_scalar(ops, x) -> None:
+    if not x.shape:
+        raise Mistake("x", f"{ops.op.type} needs x of rank 1 or more, not a scalar")
 
 
 def _indices_inside(ops, size, a: int) -> None:

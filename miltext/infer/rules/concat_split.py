@@ -28,10 +28,11 @@ def concat(ops):
     rank = len(parts[0].shape)
     if any(len(t.shape) != rank for t in parts):
         raise InferenceError(f"concat joins values of ranks {sorted({len(t.shape) for t in parts})}")
+    if rank == 0:   # whatever the axis (coremltools checks none for scalars)
+        ops.output_values = [_joined_value(ops, parts, 0)]
+        return [tensor(parts[0].dtype, (len(parts),))]
     a = axis(ops.scalar("axis"), rank)
     ops.output_values = [_joined_value(ops, parts, a)]
-    if rank == 0:
-        return [tensor(parts[0].dtype, (len(parts),))]
     out = list(parts[0].shape)
     out[a] = add_dims(*(t.shape[a] for t in parts))
     return [tensor(parts[0].dtype, out)]

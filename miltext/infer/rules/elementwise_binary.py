@@ -28,7 +28,8 @@ def _integer_value(ops, dtype: str):
     that an op taking the result as a shape knows it."""
     x, y = ops.value("x", required=False), ops.value("y", required=False)
     compute = _INTEGER.get(ops.op.type)
-    if compute is None or x is None or y is None or not dtype.startswith("int"):
+    if compute is None or x is None or y is None or not dtype.startswith("int") \
+            or ops.op.type == "floor_div" and np.any(y == 0):
         return None
     if x.dtype == object or y.dtype == object:   # a size known at run time: a Sym of the sum
         def element(a, b):
@@ -45,3 +46,12 @@ _INTEGER = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floor_div": 
 def comparison(ops):
     x, y = ops.tensor("x"), ops.tensor("y")
     return [tensor("bool", broadcast(x.shape, y.shape))]
+
+
+@rule("select")
+def select(ops):
+    """a where cond, else b: a and b broadcast (cond's shape plays no part, as in coremltools)."""
+    a, b = ops.tensor("a"), ops.tensor("b")
+    if a.dtype != b.dtype:
+        raise Unsupported("mixed dtypes promote the way coremltools does")
+    return [tensor(a.dtype, broadcast(a.shape, b.shape))]

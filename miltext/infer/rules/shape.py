@@ -111,8 +111,14 @@ def squeeze(ops):
 
 @rule("tile")
 def tile(ops):
+    """Sizes times reps; reps computed at run time leave the rank, with unknown sizes."""
     x = ops.tensor("x")
-    reps = ops.ints("reps")
+    reps = ops.sizes("reps", default=None)
+    if reps is None:
+        ops.tensor("reps")
+        return [tensor(x.dtype, [None] * len(x.shape))]
+    if any(known(r) and r <= 0 for r in reps):
+        raise InferenceError(f"reps must be greater than 0, not {reps}")
     if len(reps) != len(x.shape):
         raise InferenceError(f"reps has {len(reps)} values for rank {len(x.shape)}")
     return [tensor(x.dtype, [d * r if known(d) and known(r) else (d if r == 1 else None) for d, r in zip(x.shape, reps)])]

@@ -20,7 +20,7 @@ def shape(ops):
 @rule("fill")
 def fill(ops):
     value_type = ops.tensor("value")
-    dims = ops.ints("shape", default=None)
+    dims = ops.sizes("shape", default=None)
     if dims is None:
         shape_type = ops.tensor("shape")
         if len(shape_type.shape) != 1 or not known(shape_type.shape[0]):

@@ -76,11 +76,13 @@ def _sliced_value(ops, x, begin, end, stride, begin_mask, end_mask, squeeze_mask
     value = ops.value("x", required=False)
     if value is None or None in begin or None in end or not all(map(known, x.shape)):
         return None
-    index = tuple(slice(None if bm else b, None if em else e, s)
-                  for b, e, s, bm, em in zip(begin, end, stride, begin_mask, end_mask))
-    part = np.asarray(value)[index]
-    squeezed = tuple(i for i, sq in enumerate(squeeze_mask) if sq)
-    return np.squeeze(part, axis=squeezed) if squeezed else part
+    # a squeezed dim takes the one element at begin
+    index = tuple((0 if bm else b) if sq else slice(None if bm else b, None if em else e, s)
+                  for b, e, s, bm, em, sq in zip(begin, end, stride, begin_mask, end_mask, squeeze_mask))
+    try:
+        return np.asarray(np.asarray(value)[index])
+    except (IndexError, ValueError):
+        return None
 
 
 @rule("slice_by_size")
@@ -89,10 +91,10 @@ def slice_by_size(ops):
     begin_type, size_type = ops.tensor("begin"), ops.tensor("size")
     if len(begin_type.shape) != 1 or len(size_type.shape) != 1:
         raise InferenceError("begin and size must be vectors")
-    sizes = ops.ints("size", default=None)
+    sizes = ops.sizes("size", default=None)
     if sizes is None:
         return [tensor(x.dtype, [None] * len(x.shape))]
-    begin = ops.ints("begin", default=None)
+    begin = ops.sizes("begin", default=None)
     if not len(sizes) == len(x.shape) or begin is not None and len(begin) != len(x.shape):
         raise InferenceError(f"begin and size need {len(x.shape)} values each")
     out = []
@@ -131,3 +133,17 @@ def _gathered_value(ops, a: int, batch_dims: int):
 def gather_along_axis(ops):
     x, indices = ops.tensor("x"), ops.tensor("indices")
     return [tensor(x.dtype, indices.shape)]
+
+
+@rule("slice_update")
+def slice_update(ops):
+    """A slice of x written over: x's type."""
+    x = ops.tensor("x")
+    return [tensor(x.dtype, x.shape)]
+
+
+@rule("scatter", "scatter_nd", "scatter_along_axis")
+def scatter(ops):
+    """Updates written into data: data's type."""
+    data = ops.tensor("data")
+    return [tensor(data.dtype, data.shape)]

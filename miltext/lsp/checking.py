@@ -1,0 +1,147 @@
+"""check's findings for the text being edited, again after each edit without checking the
+whole program again.
+
+A full check is worth keeping: after an edit, its findings outside the lines that changed
+stand (moved with their lines). What the edit can change is the findings of the ops it
+touched, of the ops that read a name those ops declare (or declared), of the ops declaring such
+a name too, and of the frame (block outputs). Those are checked again in a program made of
+them and of the ops that declare what they read, in text order, within the same functions and
+blocks; only the findings on their own lines are taken from it. The server runs a full check
+again when the typing stops, so nothing this leaves out stays.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+
+import miltext
+
+from ..ir import Block, Function, Program
+
+# More ops than this to check again: check the whole program.
+MOST_AFFECTED = 300
+
+
+def full(program, text: str, weights: str | None = None, section=None) -> list:
+    """check's findings on the whole program, the model section (when the text has one) too."""
+    return miltext.check(program, source=text, weights=weights, section=section)
+
+
+def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
+    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
+    most = min(len(old), len(new))
+    first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
+    last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),
+                most - first)
+    return first, len(old) - last, len(new) - last
+
+
+def incremental(before, reading, index, diagnostics: list, weights: str | None = None) -> list | None:
+    """The diagnostics of `reading` from those of the reading `before` (check's, 1-based
+    lines), or None when only a full check will do."""
+    if reading.program is None or before.program is None or reading.frame_texts != before.frame_texts:
+        return None
+    first, end_old, end_new = reading.changed or changed_lines(before.lines, reading.lines)
+    delta = end_new - end_old
+    pieces = reading.pieces
+    starts = index._piece_starts
+    lo = max(bisect_right(starts, first) - 1, 0)
+    touched = {i for i in range(lo, bisect_right(starts, max(end_new - 1, first)))
+               if pieces[i].piece.end > first and pieces[i].piece.start < max(end_new, first + 1)}
+    names = set()
+    for i in touched:
+        names.update(n for n, *_ in _decls(pieces[i], index))
+    gone = reading.replaced if reading.added is not None else \
+        [p for p in before.pieces if p.piece.end > first and p.piece.start < end_old]
+    for p in gone:  # what the changed ops declared before the edit
+        names.update(n for n, *_ in _decls(p, before.index))
+    affected = set(touched)
+    for name in names:
+        for o in index.occurrences_of(name):
+            i = bisect_right(starts, o.start[0]) - 1
+            if i >= 0 and o.start[0] < pieces[i].piece.end:
+                affected.add(i)
+    if len(affected) > MOST_AFFECTED:
+        return None
+    # the ops declaring what the affected ones (and the frame) read
+    needed = set(affected)
+    read = set()
+    for i in affected:
+        read.update(name for name, *_, declares in _occurrences(pieces[i], index) if not declares)
+    for n in reading.layout.frame:
+        read.update(name for name, *_ in _frame_names(reading, index, n))
+    for name in read:
+        for d in index.decls_of(name):
+            i = bisect_right(starts, d.start[0]) - 1
+            if i >= 0 and d.start[0] < pieces[i].piece.end:
+                needed.add(i)
+    for i, p in enumerate(pieces):  # one const, as the whole program has: check reads a
+        if any(op.type == "const" for op in p.ops):  # program without any as a print
+            needed.add(i)
+            break
+    if len(needed) > 3 * MOST_AFFECTED:
+        return None
+    lines_of = set(reading.layout.frame)
+    for i in affected:
+        lines_of.update(range(pieces[i].piece.start, pieces[i].piece.end))
+    fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, weights)
+             if d.line is not None and d.line - 1 in lines_of]
+    kept = []
+    for d in diagnostics:
+        if d.line is None:
+            kept.append(d)
+            continue
+        line = d.line - 1
+        if line >= end_old:
+            line += delta
+        elif line >= first:
+            continue
+        if line in lines_of:
+            continue
+        kept.append(_moved(d, line + 1 - d.line, end_old, delta))
+    return sorted(kept + fresh, key=lambda d: (d.line is None, d.line or 0, d.column or 0))
+
+
+def _moved(d, by: int, end_old: int, delta: int):
+    if not by and not d.notes:
+        return d
+    from dataclasses import replace
+    notes = [replace(n, line=n.line + delta) if n.line is not None and n.line - 1 >= end_old else n for n in d.notes]
+    return replace(d, line=d.line + by, notes=notes)
+
+
+def _decls(p, index):
+    from .index import _piece_info
+    return _piece_info(p, index.bare, index.reading.memo)[0]
+
+
+def _occurrences(p, index):
+    from .index import _piece_info
+    return _piece_info(p, index.bare, index.reading.memo)[1]
+
+
+def _frame_names(reading, index, line: int):
+    from .index import _tokens
+    return _tokens(reading.lines[line], index.bare)
+
+
+def _part(reading, chosen: list[int]) -> Program:
+    """The program's frame with only the ops of the chosen pieces, in text order."""
+    program = reading.program
+    copies, top = {}, []
+    out = Program(version=program.version, functions={}, attributes=program.attributes, doc=program.doc)
+    for name, fn in program.functions.items():
+        blocks = {}
+        for key, b in fn.blocks.items():
+            blocks[key] = copies[id(b)] = Block(inputs=b.inputs, outputs=b.outputs, attributes=b.attributes, loc=b.loc)
+            if b.loc:
+                top.append((b.loc[0] - 1, id(b)))
+        out.functions[name] = Function(inputs=fn.inputs, opset=fn.opset, blocks=blocks,
+                                       attributes=fn.attributes, loc=fn.loc)
+    top.sort()
+    starts = [line for line, _ in top]
+    for i in chosen:
+        p = reading.pieces[i]
+        j = bisect_right(starts, p.piece.start) - 1
+        if j >= 0:
+            copies[top[j][1]].operations.extend(p.ops)
+    return out

@@ -1,0 +1,248 @@
+"""A text as the language server reads it, again after each edit: its frame (see layout) parsed
+as a whole with every op line blanked out, each op parsed on its own, and the ops put into the
+frame's blocks. An op whose lines did not change since the last reading is not parsed again;
+when lines were added or taken out above it, its places move with it. An op that does not
+parse is left out with its errors, and the rest of the program stands.
+
+When the frame itself does not parse (a broken header), the whole text is parsed as `check`
+would, so no error is hidden and none is made up.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+from ..model import Model
+from ..model.section import SectionError, spec_from_section
+from ..text.modelmil_words import looks_like_modelmil
+from ..text.parser import looks_like_coremltools_print, parse
+from .layout import Layout, Piece
+
+# A function and block around one op, and its end; with a coremltools print's mark when the
+# text is one, so the op is read as that print writes strings and names.
+_MIL_HEAD = "main[CoreML7]() { block0() {"
+_PRINT_HEAD = "main[CoreML7](%m: (1, fp32)(Tensor)) { block0() {"
+_MIL_TAIL = "\n} -> ()\n}\n"
+# More new ops than this: parse the text as a whole first (opening a file, pasting much).
+WHOLE_AFTER = 200
+
+
+@dataclass(eq=False)
+class OpPiece:
+    """One op's lines as last parsed: its text, the line it was parsed at, the ops it gave
+    (one, with the blocks it owns) or the errors it has ((line, column, message), 1-based)."""
+    text: str
+    line: int
+    ops: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    piece: Piece | None = None
+    names: tuple | None = None   # what index works out of it, once
+
+
+class Reading:
+    """One reading of a text: `program` (None when even the frame does not parse), `model`,
+    `errors` (line, column, message; 1-based, in text order), and the op pieces."""
+
+    def __init__(self, text: str, previous: "Reading | None" = None):
+        self.text = text
+        self.lines = text.split("\n")
+        self.modelmil = looks_like_modelmil(text)
+        self.raw = not self.modelmil and looks_like_coremltools_print(text)
+        same_kind = previous is not None and (previous.modelmil, previous.raw) == (self.modelmil, self.raw)
+        self.memo = previous.memo if same_kind else {}
+        if len(self.memo) > 4 * len(self.lines) + 1000:
+            self.memo = {}
+        self.replaced = self.added = None   # the previous pieces replaced and the new ones
+        if same_kind:
+            from .checking import changed_lines
+            self.changed = changed_lines(previous.lines, self.lines)
+            self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
+        else:
+            self.changed = None
+            self.layout = Layout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
+        self.reparsed = 0
+        self.pieces = self._ops(previous.pieces if same_kind else [])
+        self.model = self.program = None
+        self.errors: list = []
+        self._frame(previous if same_kind else None)
+
+    def _ops(self, before: list[OpPiece]) -> list[OpPiece]:
+        """An OpPiece for each piece of the layout: the one before when the layout kept its
+        piece (moved with it), one of the same text, or a new parse."""
+        if self.layout.kept is not None:  # the layout kept all but a few pieces: so do we
+            i, n, k = self.layout.kept
+            window = self.layout.pieces[i:i + n]
+            self.replaced = before[i:k]
+            made = self._made(window, before[i:k])
+            if self.changed[2] != self.changed[1]:   # lines were added or taken out
+                for p in before[k:]:
+                    _shift(p, p.piece.start - p.line)
+            self.added = made
+            return before[:i] + made + before[k:]
+        self.replaced, self.added = before, None
+        return self._made(self.layout.pieces, before)
+
+    def _made(self, pieces: list[Piece], before: list[OpPiece]) -> list[OpPiece]:
+        kept = {id(p.piece): p for p in before}
+        fresh = [piece for piece in pieces if id(piece) not in kept]
+        still = {id(piece) for piece in pieces}
+        cached: dict[str, list[OpPiece]] = {}
+        for p in before:
+            if id(p.piece) not in still:
+                cached.setdefault(p.text, []).append(p)
+        texts = {id(piece): "\n".join(self.lines[piece.start:piece.end]) for piece in fresh}
+        new = sum(1 for piece in fresh if not cached.get(texts[id(piece)]))
+        whole = self._whole_ops() if new > WHOLE_AFTER else None
+        out = []
+        for piece in pieces:
+            p = kept.get(id(piece))
+            if p is not None:
+                _shift(p, piece.start - p.line)
+                out.append(p)
+                continue
+            text = texts[id(piece)]
+            found = cached.get(text)
+            if found:
+                p = found.pop()
+                _shift(p, piece.start - p.line)
+            elif whole is not None:
+                p = OpPiece(text, piece.start, whole.get(piece.start, []))
+            else:
+                p = self._parse_op(text, piece)
+                self.reparsed += 1
+            p.piece = piece
+            out.append(p)
+        return out
+
+    def _whole_ops(self) -> dict | None:
+        """The ops of the whole text by the line each starts on, when it parses as a whole
+        (one parse is quicker than one per op)."""
+        from ..model.text import parse_model
+        try:
+            model = parse_model(self.text)
+        except (ParseError, SectionError):
+            return None
+        self.reparsed = len(self.layout.pieces)
+        starts = {p.start for p in self.layout.pieces}
+        by_line: dict = {}
+        for fn in model.program.functions.values():
+            for block in fn.blocks.values():
+                for op in block.operations:
+                    line = self._op_line(op)
+                    if line in starts:
+                        by_line.setdefault(line, []).append(op)
+        return by_line
+
+    def _op_line(self, op) -> int | None:
+        """The line an op's piece starts on: its first output's, or its own (0-based)."""
+        loc = op.outputs[0].loc if op.outputs and op.outputs[0].loc else op.loc
+        if loc is None:
+            return None
+        line = loc[0] - 1
+        if self.modelmil and op.outputs:  # its outputs' types come first on the line
+            return line
+        return line
+
+    def _parse_op(self, text: str, piece: Piece) -> OpPiece:
+        """Parse one op's lines where they stand: at the top of a small text, then moved."""
+        if piece.unclosed is not None:
+            line, column, bracket = piece.unclosed
+            return OpPiece(text, piece.start, errors=[(line + 1, column + 1, f"this {bracket!r} is never closed")])
+        first = 0 if self.modelmil else 1   # the line (0-based) the op text starts on
+        p = OpPiece(text, first)
+        try:
+            if self.modelmil:
+                from ..text.modelmil_parser import parse_fragment
+                p.ops = [parse_fragment(text, "operation")]
+            else:
+                program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL)
+                p.ops = list(program.functions["main"].blocks["CoreML7"].operations)
+        except ParseError as e:
+            last = first + piece.end - piece.start   # 1-based, the op's last line
+            p.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
+                        for line, column, message in (e.errors or [(e.line, e.column, e.message)])]
+        _shift(p, piece.start - first)
+        return p
+
+    def _frame(self, previous: "Reading | None") -> None:
+        frame = [""] * len(self.lines)
+        for n in self.layout.frame:
+            frame[n] = self.lines[n]
+        skeleton = "\n".join(frame)
+        self.frame_texts = [self.lines[n] for n in self.layout.frame if self.lines[n].strip()]
+        if previous is not None and previous.skeleton == skeleton and previous.frame_error is None:
+            section, program = previous.section, previous.frame_program
+        else:
+            try:
+                section, program = parse(skeleton, with_model=True)
+            except ParseError as e:
+                section = program = None
+                self.frame_error = e
+        self.skeleton, self.section, self.frame_program = skeleton, section, program
+        if program is None:
+            self._whole()
+            return
+        self.frame_error = None
+        blocks = sorted((b.loc[0] - 1, b) for fn in program.functions.values() for b in fn.blocks.values() if b.loc)
+        starts = [line for line, _ in blocks]
+        for _, b in blocks:
+            b.operations = []
+        errors = [(line + 1, column + 1, "this '{' is never closed") for line, column, _ in self.layout.unclosed_braces]
+        errors += [e for p in self.pieces if p.errors for e in p.errors]
+        pieces = self.pieces
+        bounds = [bisect_right(pieces, line, key=lambda p: p.piece.start) for line in starts] + [len(pieces)]
+        for (_, block), first, end in zip(blocks, bounds, bounds[1:]):
+            block.operations = [op for p in pieces[first:end] for op in p.ops]
+        self.program = program
+        self.errors = sorted(errors)
+        spec = None
+        if section is not None:
+            try:
+                spec = spec_from_section(section, program)
+            except SectionError as e:
+                self.errors.append((*(e.loc or (1, 1)), str(e)))
+        self.model = Model(program, spec, None)
+
+    def broken_names(self) -> set:
+        """The names the ops that do not parse seem to declare (what comes before their `=`)."""
+        from .index import _tokens
+        out = set()
+        for p in self.pieces:
+            if p.errors:
+                head = p.text.split("=", 1)[0] if "=" in p.text else ""
+                out.update(name for name, _, _ in _tokens(head, self.modelmil))
+        return out
+
+    def _whole(self) -> None:
+        """The frame does not parse: read the text as a whole for its errors (and a program,
+        should it parse after all)."""
+        from ..model.text import parse_model
+        try:
+            self.model = parse_model(self.text)
+            self.program = self.model.program
+        except ParseError as e:
+            self.errors = list(e.errors or [(e.line, e.column, e.message)])
+
+
+def _shift(p: OpPiece, lines: int) -> None:
+    """Move an op piece's places by `lines` lines."""
+    if not lines:
+        return
+    p.line += lines
+    p.errors = [(line + lines, column, message) for line, column, message in p.errors]
+    stack = list(p.ops)
+    while stack:
+        op = stack.pop()
+        op.loc = _moved(op.loc, lines)
+        for v in op.outputs:
+            v.loc = _moved(v.loc, lines)
+        for b in op.blocks:
+            b.loc = _moved(b.loc, lines)
+            for v in b.inputs:
+                v.loc = _moved(v.loc, lines)
+            stack.extend(b.operations)
+
+
+def _moved(loc, lines: int):
+    return (loc[0] + lines, loc[1]) if loc else loc

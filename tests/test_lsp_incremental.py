@@ -1,0 +1,77 @@
+"""The language server's incremental analysis against a fresh one: after each of many random
+edits (lines typed into, broken, duplicated, taken out, added), the analysis built from the one
+before gives the same parse errors, the same check findings and the same program as an analysis
+of the text from nothing. In both dialects, on corpus texts with nested blocks."""
+import os
+import random
+
+import pytest
+
+import miltext
+from conftest import CORPUS
+from miltext.lsp.analysis import Analysis
+from test_lsp import GOOD
+
+TEXTS = {
+    "good": GOOD,
+    "cond_basic": os.path.join(CORPUS, "coremltools", "cond_basic.pymil.txt"),
+    "decoder_lstm": os.path.join(CORPUS, "modelmil", "04_ios17_decoder_lstm.mil"),
+    "add_model": os.path.join(CORPUS, "modelmil", "01_ios16_add_model.mil"),
+}
+
+
+def text_of(name: str) -> str:
+    found = TEXTS[name]
+    if "\n" in found:
+        return found
+    with open(found, encoding="utf-8") as f:
+        return f.read()
+
+
+def edited(rng: random.Random, text: str) -> str:
+    lines = text.split("\n")
+    n = rng.randrange(len(lines))
+    line = lines[n]
+    kind = rng.randrange(7)
+    if kind == 0 and line:                       # a character taken out (a bracket, a comma...)
+        i = rng.randrange(len(line))
+        lines[n] = line[:i] + line[i + 1:]
+    elif kind == 1:                              # a character typed
+        i = rng.randrange(len(line) + 1)
+        lines[n] = line[:i] + rng.choice('q(),%"=_1 ') + line[i:]
+    elif kind == 2:
+        del lines[n]
+    elif kind == 3:
+        lines.insert(n, line)                    # duplicated: a redefinition
+    elif kind == 4:
+        lines.insert(n, "")
+    elif kind == 5 and "name" in line:           # an op renamed the way one types it
+        lines[n] = line.replace("name", "nam", 1)
+    else:
+        lines[n] = line.replace("x", "y", 1)
+    return "\n".join(lines)
+
+
+def summary(a: Analysis, complete: bool) -> tuple:
+    program = None
+    if a.program is not None and not a.reading.errors:
+        try:
+            program = miltext.dumps(a.program, "modelmil" if a.modelmil else "mil")
+        except ValueError:
+            program = "unprintable"
+    return ([(f.severity, f.range, f.message, f.code) for f in a.findings(complete)], program)
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_incremental_analysis_is_the_fresh_one(name):
+    rng = random.Random(name)
+    original = text_of(name)
+    for walk in range(6):
+        text, before = original, Analysis(original)
+        before.findings()
+        for step in range(12):
+            text = edited(rng, text) if rng.random() < 0.8 else original
+            now = Analysis(text, before)
+            fresh = Analysis(text)
+            assert summary(now, False) == summary(fresh, True), (name, walk, step, text)
+            before = now
