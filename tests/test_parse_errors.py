@@ -127,6 +127,8 @@ CASES = {
                                                    [(4, 46, "the line ends too soon: expected '{' or '['")]),
     "modelmil-hex-float-without-digits": (MODEL_MIL.replace("fp32(0x0p+0)", "fp32(0xp+0)"),
                                           [(5, 50, "unexpected name 'xp': expected ',', '}', ')' or ']'")]),
+    "modelmil-header-without-its-paren": (MODEL_MIL.replace("program(1.3)", "program1.3)"),
+                                          [(1, 8, "unexpected number '1.3': expected '('")]),
     "modelmil-truncated-inside-an-op": (truncated(MODEL_MIL, "rounded = cast"),
                                         [(8, 30, "unexpected end of text: expected a name")]),
     "modelmil-truncated-before-its-last-brace": (MODEL_MIL[:-1],

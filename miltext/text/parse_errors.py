@@ -2,12 +2,16 @@
 
 A parser raises LocatedError for the first mistake it meets; collect_errors runs it again
 without the lines at fault to find the mistakes that are independent of it, and raises them
-all as one ParseError. Three rules keep that list to one error per mistake:
+all as one ParseError. These rules keep that list to one error per mistake, where it is:
 
 - a `(`, `[` or `{` that is never closed is told once, at the delimiter: the parser only
   notices it lines later, and each following line would look wrong;
 - the end of the text is where a truncated text is wrong, and nothing follows it to look at;
-- a line at fault goes away whole, so the search goes on at the next op line.
+- a line that stops short (`%y: (2, fp32) =`, model.mil's op without its `;`) is told at its
+  end, not at the start of the next line where the parser notices;
+- a statement at fault goes away whole (all its lines), so the search goes on at the next op
+  line; it stops at structure it cannot take out (a function or block header, braces that do
+  not pair), where what follows would only echo the first error.
 """
 from __future__ import annotations
 
@@ -77,18 +81,42 @@ def collect_errors(text: str, filename: str | None, parse_once, raw: bool = Fals
     raise ParseError(message, line, column, filename, source_line(text, line), errors, text)
 
 
-def _braces_balance(text: str, raw: bool) -> bool:
-    """Whether every `{` of the text pairs with a `}` (outside strings and comments)."""
-    depth = 0
-    for m in _SCANS[raw].finditer(text):
+def _delimiters(text: str, raw: bool, end: int | None = None):
+    """(offset, char) of each bracket and brace of the text (up to `end`), outside strings and
+    comments."""
+    for m in _SCANS[raw].finditer(text, 0, len(text) if end is None else end):
         char = m.group()
+        if len(char) == 1 and char not in "\"'#":
+            yield m.start(), char
+
+
+def _brackets_open(depth: int, char: str) -> int:
+    """The `(` and `[` open after `char`, `depth` of them before: a `{` or `}` is structure, and
+    what was open before it does not run past it."""
+    if char in "([":
+        return depth + 1
+    if char in ")]":
+        return max(0, depth - 1)
+    return 0
+
+
+def _braces(text: str, raw: bool) -> tuple[bool, int | None]:
+    """Whether a `}` closes no `{`, and the offset of the outermost `{` left open (or None)."""
+    depth, outermost, stray = 0, None, False
+    for offset, char in _delimiters(text, raw):
         if char == "{":
+            outermost = offset if depth == 0 else outermost
             depth += 1
         elif char == "}":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
+            stray = stray or depth == 0
+            depth = max(0, depth - 1)
+    return stray, outermost if depth else None
+
+
+def _braces_balance(text: str, raw: bool) -> bool:
+    """Whether every `{` of the text pairs with a `}`."""
+    stray, left_open = _braces(text, raw)
+    return not stray and left_open is None
 
 
 def _explained(e: LocatedError, text: str, raw: bool) -> tuple[int, int, str, range]:
@@ -110,19 +138,11 @@ def _statement_lines(text: str, line: int, raw: bool) -> range:
     depth_at = [0] * (len(lines) + 2)  # the ( and [ open when each line starts
     depth, number = 0, 1  # number: the last line whose depth is in depth_at
     starts = _line_starts(text)
-    for m in _SCANS[raw].finditer(text):
-        char = m.group()
-        if len(char) != 1 or char in "\"'#":
-            continue
-        while number < len(starts) and starts[number] <= m.start():
+    for offset, char in _delimiters(text, raw):
+        while number < len(starts) and starts[number] <= offset:
             number += 1
             depth_at[number] = depth
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth = max(0, depth - 1)
-        else:  # a { or } is structure: what was open before it does not run past it
-            depth = 0
+        depth = _brackets_open(depth, char)
     while number < len(starts):
         number += 1
         depth_at[number] = depth
@@ -148,12 +168,9 @@ def _unclosed_before(text: str, line: int, column: int, raw: bool):
     stack: list = []      # (offset, char) of the open delimiters
     open_count = dict.fromkeys(_CLOSER_OF, 0)
     unclosed: list = []   # (offset, char, offset where it shows unclosed)
-    for m in _SCANS[raw].finditer(text):
-        char = m.group()
-        if len(char) != 1 or char in "\"'#":
-            continue
+    for here, char in _delimiters(text, raw):
         if char in _CLOSER_OF:
-            stack.append((m.start(), char))
+            stack.append((here, char))
             open_count[char] += 1
             continue
         wanted = _OPENER_OF[char]
@@ -161,10 +178,10 @@ def _unclosed_before(text: str, line: int, column: int, raw: bool):
             while stack[-1][1] != wanted:
                 offset, inner = stack.pop()
                 open_count[inner] -= 1
-                unclosed.append((offset, inner, m.start()))
+                unclosed.append((offset, inner, here))
             stack.pop()
             open_count[wanted] -= 1
-        if m.start() > at and not stack:
+        if here > at and not stack:
             break
     unclosed.extend((offset, char, len(text)) for offset, char in stack if char != "{")
     found = [(offset, char) for offset, char, shown in unclosed if offset < at <= shown]
@@ -218,23 +235,15 @@ def _end_of(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-def _left_open(text: str) -> str:
+def _left_open(text: str, raw: bool) -> str:
     """When a text ends closing a block (`}`, not cut short) and a `{` is still open, which one:
     the one whose `}` was left out, as far as the braces tell."""
     if not text.rstrip().endswith("}"):
         return ""
-    depth, first_open = 0, None
-    for m in _SCANS[False].finditer(text):
-        char = m.group()
-        if char == "{":
-            if depth == 0:
-                first_open = m.start()
-            depth += 1
-        elif char == "}":
-            depth = max(0, depth - 1)
-    if not depth:
+    offset = _braces(text, raw)[1]
+    if offset is None:
         return ""
-    return f" (the '{{' at {text.count(chr(10), 0, first_open) + 1}:{first_open - text.rfind(chr(10), 0, first_open)} is never closed)"
+    return f" (the '{{' at {text.count(chr(10), 0, offset) + 1}:{offset - text.rfind(chr(10), 0, offset)} is never closed)"
 
 
 # Terminals that start a statement: a parser that expects one of them is not in a line's middle.
@@ -260,14 +269,8 @@ def _line_ended_early(e: UnexpectedToken, text: str, raw: bool) -> bool:
     if text[line_start:start].strip() or not before or before[-1] in "{}":  # a brace ends a line whole
         return False
     depth = 0
-    for m in _SCANS[raw].finditer(text, 0, start):
-        char = m.group()
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth = max(0, depth - 1)
-        elif char in "{}":
-            depth = 0
+    for _, char in _delimiters(text, raw, start):
+        depth = _brackets_open(depth, char)
     return depth == 0
 
 
@@ -282,7 +285,7 @@ def lark_error(e: UnexpectedInput, text: str, describe, raw: bool = False) -> Lo
     """A Lark error in words; `describe` words the set of terminals the parser expected; `raw`
     says the text's strings have no escapes (coremltools' print)."""
     if isinstance(e, UnexpectedToken) and e.token.type == "$END" or isinstance(e, UnexpectedEOF):
-        return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}{_left_open(text)}",
+        return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}{_left_open(text, raw)}",
                             at_end=True)
     if isinstance(e, UnexpectedToken) and _cut_short(e.token, text):
         return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}", at_end=True)
