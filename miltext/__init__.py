@@ -60,6 +60,15 @@ def check(program: "Program", *, filename: str | None = None, source: str | None
     return check_program(program, filename=filename, source=source, weights=weights, section=section)
 
 
+def run(program: "Program", inputs: dict, function: str = "main", states: dict | None = None,
+        weights: str | None = None) -> dict:
+    """The outputs of `function` for `inputs` (name -> numpy array), computed by miltext's NumPy
+    interpreter (docs/run.md); `states` are a stateful model's, updated in place; `weights` is
+    the folder blob references are relative to."""
+    from .interpreter import run as run_program
+    return run_program(program, inputs, function, states, weights)
+
+
 def from_coremltools(obj, folder=None) -> "Program":
     """A Program from a coremltools (pymil) Program or an ML program MLModel; see interop."""
     from .interop import from_coremltools as convert
@@ -72,5 +81,5 @@ def to_coremltools(program: "Program", folder=None):
     return convert(program, folder)
 
 
-__all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "from_coremltools", "to_coremltools",
+__all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "run", "from_coremltools", "to_coremltools",
            "ParseError", "ProgramError", *_ir_all]

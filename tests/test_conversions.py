@@ -121,6 +121,7 @@ def test_a_size_cast_alone_is_no_longer_known_as_the_same_size():
     assert type_text(program.functions["main"].block.operations[-1].outputs[0].type) == "(?, ?, 4, ?, fp32)"
 
 
+@pytest.mark.slow
 def test_the_native_rules_agree_with_coremltools_op_by_op():
     """scripts/audit_inference.py's builder comparison on every op of the conversions."""
     import audit_inference

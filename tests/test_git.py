@@ -184,9 +184,10 @@ def test_git_diff_of_a_reconverted_model_with_a_layer_inserted(repo):
 def test_git_diff_names_a_changed_weight_and_its_max_difference(repo):
     run("git-setup", "--structural", cwd=repo.path, env=repo.env)
     package = _commit_model(repo, os.path.join(REVIEW, "mlp6.mlpackage"), "six layers")
-    from miltext.model import read_model   # the text leaves offsets the layout implies unwritten
-    ops = read_model(package).program.functions["main"].block.operations
-    offset = next(op for op in ops if op.outputs[0].name == "var_4_weight_to_fp16").attributes["val"].data.offset
+    from miltext.model.io import read_model
+    (const,) = [op for op in read_model(package).program.functions["main"].block.operations
+                if op.outputs[0].name == "var_4_weight_to_fp16"]
+    offset = const.attributes["val"].data.offset     # the canonical text leaves it to the layout
     weight = os.path.join(package, "Data", "com.apple.CoreML", "weights", "weight.bin")
     with WeightReader(weight) as reader:
         values = reader.read(offset).copy()

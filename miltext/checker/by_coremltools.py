@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import re
 
+from ..infer.symbols import concrete, fully_known
+
 from ..infer.errors import InferenceError, Refused
 from ..ir import Value
 from .compat import describe
@@ -96,9 +98,9 @@ def _input_named(op, detail: str) -> str | None:
 
 
 def _input_text(operands, key: str) -> str:
-    types = operands.types(key)
+    types = [concrete(t) for t in operands.types(key)]   # a size known only at run time is `?`
     values = operands.values(key)
-    if len(types) == 1 and values[0] is not None and values[0].size <= 8:
+    if len(types) == 1 and fully_known(values[0]) and values[0].size <= 8:
         v = values[0]
         return repr(v.item()) if v.size == 1 and v.ndim == 0 else str(v.tolist())
     return ", ".join(describe(t) for t in types) or "nothing"

@@ -29,6 +29,7 @@ COMMANDS = [
     ("textconv", "textconv_cmd", "MIL text of a file, for git's textconv (never fails)"),
     ("check", "check_cmd", "report what is wrong in programs that parse"),
     ("infer", "infer_cmd", "show .mil text with every output type, name and const filled in"),
+    ("run", "run_cmd", "run a model on NumPy: outputs to .npz, or checked against a reference"),
     ("lsp", "lsp_cmd", "run the MIL language server on stdin/stdout (for editors)"),
 ]
 

@@ -60,3 +60,24 @@ def file_text(path: str, weight_digests: bool | None = False, progress=None) -> 
         return model_text(model)
     with Weights(model.folder, path) as weights:
         return model_text(model, weights)
+
+
+def textconv_text(path: str) -> str:
+    """What `miltext textconv` shows of `path` (see cli/textconv_cmd): its text, or, since git
+    shows whatever textconv prints, a line saying why not, with the file's size and digest."""
+    try:
+        return file_text(path)
+    except Exception as e:  # git shows whatever this prints; a failure must not break `git diff`
+        return _unreadable(path, e)
+
+
+def _unreadable(path: str, error: Exception) -> str:
+    import hashlib   # here: git runs textconv once per file, so start-up counts
+    reason = str(error).split("\n")[0].replace(path, "").lstrip(": ") or type(error).__name__
+    text = f"# miltext: not shown as MIL text ({reason})\n"
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return text
+    return text + f"# {len(data)} bytes, sha256:{hashlib.sha256(data).hexdigest()[:16]}\n"
