@@ -49,7 +49,8 @@ class Reading:
         self.lines = text.split("\n")
         self.modelmil = looks_like_modelmil(text)
         self.raw = not self.modelmil and looks_like_coremltools_print(text)
-        same_kind = previous is not None and (previous.modelmil, previous.raw) == (self.modelmil, self.raw)
+        same_kind = previous is not None and previous.by_pieces and \
+            (previous.modelmil, previous.raw) == (self.modelmil, self.raw)
         self.memo = previous.memo if same_kind else {}
         if len(self.memo) > 4 * len(self.lines) + 1000:
             self.memo = {}
@@ -62,10 +63,15 @@ class Reading:
             self.changed = None
             self.layout = Layout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
         self.reparsed = 0
-        self.pieces = self._ops(previous.pieces if same_kind else [])
         self.model = self.program = None
         self.errors: list = []
-        self._frame(previous if same_kind else None)
+        self.pieces: list[OpPiece] = []
+        self.by_pieces = self._read_frame(previous if same_kind else None)   # else read as a whole
+        if self.by_pieces:
+            self.pieces = self._ops(previous.pieces if same_kind else [])
+            self._assemble()
+        else:
+            self._whole()   # the ops are not parsed one by one: the whole text is
 
     def _ops(self, before: list[OpPiece]) -> list[OpPiece]:
         """An OpPiece for each piece of the layout: the one before when the layout kept its
@@ -165,7 +171,8 @@ class Reading:
         _shift(p, piece.start - first)
         return p
 
-    def _frame(self, previous: "Reading | None") -> None:
+    def _read_frame(self, previous: "Reading | None") -> bool:
+        """Parse the frame (the text with its op lines blank); whether it parses."""
         frame = [""] * len(self.lines)
         for n in self.layout.frame:
             frame[n] = self.lines[n]
@@ -180,10 +187,13 @@ class Reading:
                 section = program = None
                 self.frame_error = e
         self.skeleton, self.section, self.frame_program = skeleton, section, program
-        if program is None:
-            self._whole()
-            return
-        self.frame_error = None
+        if program is not None:
+            self.frame_error = None
+        return program is not None
+
+    def _assemble(self) -> None:
+        """The ops put into the frame's blocks, and the errors of those that do not parse."""
+        section, program = self.section, self.frame_program
         blocks = sorted((b.loc[0] - 1, b) for fn in program.functions.values() for b in fn.blocks.values() if b.loc)
         starts = [line for line, _ in blocks]
         for _, b in blocks:
