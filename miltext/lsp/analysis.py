@@ -37,7 +37,7 @@ class CannotFormat(Exception):
 class Analysis:
     def __init__(self, text: str, previous: "Analysis | None" = None, path: str | None = None):
         self.reading = Reading(text, previous.reading if previous is not None else None)
-        self.index = self.reading.index = Index(self.reading, previous.index if previous is not None else None)
+        self.index = Index(self.reading, previous.index if previous is not None else None)
         self.source = Source(text, self.reading.lines)
         self.modelmil = self.reading.modelmil
         self.model, self.program = self.reading.model, self.reading.program
@@ -84,7 +84,7 @@ class Analysis:
             before = self._previous
             found = None
             if not complete and before is not None and before._diagnostics is not None:
-                found = checking.incremental(before.reading, self.reading, self.index,
+                found = checking.incremental(before.index, self.index,
                                              before._diagnostics, self.weights)
             if found is None:
                 found, self.complete = checking.full(self.program, self.source.text, self.weights), True

@@ -34,9 +34,10 @@ def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
     return first, len(old) - last, len(new) - last
 
 
-def incremental(before, reading, index, diagnostics: list, weights: str | None = None) -> list | None:
-    """The diagnostics of `reading` from those of the reading `before` (check's, 1-based
-    lines), or None when only a full check will do."""
+def incremental(before_index, index, diagnostics: list, weights: str | None = None) -> list | None:
+    """The diagnostics of the reading of `index` from `diagnostics`, those of the reading
+    of `before_index` (check's, 1-based lines), or None when only a full check will do."""
+    before, reading = before_index.reading, index.reading
     if reading.program is None or before.program is None or reading.frame_texts != before.frame_texts:
         return None
     first, end_old, end_new = reading.changed or changed_lines(before.lines, reading.lines)
@@ -52,7 +53,7 @@ def incremental(before, reading, index, diagnostics: list, weights: str | None =
     gone = reading.replaced if reading.added is not None else \
         [p for p in before.pieces if p.piece.end > first and p.piece.start < end_old]
     for p in gone:  # what the changed ops declared before the edit
-        names.update(n for n, *_ in _decls(p, before.index))
+        names.update(n for n, *_ in _decls(p, before_index))
     affected = set(touched)
     for name in names:
         for o in index.occurrences_of(name):
