@@ -16,6 +16,7 @@ from bisect import bisect_right
 import miltext
 
 from ..ir import Block, Function, Program
+from .document import changed_lines
 
 # More ops than this to check again: check the whole program.
 MOST_AFFECTED = 300
@@ -23,15 +24,6 @@ MOST_AFFECTED = 300
 
 def full(program, text: str, weights: str | None = None) -> list:
     return miltext.check(program, source=text, weights=weights)
-
-
-def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
-    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
-    most = min(len(old), len(new))
-    first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
-    last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),
-                most - first)
-    return first, len(old) - last, len(new) - last
 
 
 def incremental(before_index, index, diagnostics: list, weights: str | None = None) -> list | None:

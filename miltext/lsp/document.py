@@ -56,7 +56,6 @@ class Reading:
             self.memo = {}
         self.replaced = self.added = None   # the previous pieces replaced and the new ones
         if same_kind:
-            from .checking import changed_lines
             self.changed = changed_lines(previous.lines, self.lines)
             self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
         else:
@@ -140,15 +139,12 @@ class Reading:
                         by_line.setdefault(line, []).append(op)
         return by_line
 
-    def _op_line(self, op) -> int | None:
-        """The line an op's piece starts on: its first output's, or its own (0-based)."""
+    @staticmethod
+    def _op_line(op) -> int | None:
+        """The line an op's piece starts on (0-based): its first output's (model.mil places
+        an op at its type, after the outputs), or its own."""
         loc = op.outputs[0].loc if op.outputs and op.outputs[0].loc else op.loc
-        if loc is None:
-            return None
-        line = loc[0] - 1
-        if self.modelmil and op.outputs:  # its outputs' types come first on the line
-            return line
-        return line
+        return None if loc is None else loc[0] - 1
 
     def _parse_op(self, text: str, piece: Piece) -> OpPiece:
         """Parse one op's lines where they stand: at the top of a small text, then moved."""
@@ -233,6 +229,15 @@ class Reading:
             self.program = self.model.program
         except ParseError as e:
             self.errors = list(e.errors or [(e.line, e.column, e.message)])
+
+
+def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
+    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
+    most = min(len(old), len(new))
+    first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
+    last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),
+                most - first)
+    return first, len(old) - last, len(new) - last
 
 
 def _shift(p: OpPiece, lines: int) -> None:
