@@ -39,6 +39,7 @@ class Analysis:
         self.reading = Reading(text, previous.reading if previous is not None else None)
         self.index = Index(self.reading, previous.index if previous is not None else None)
         self.source = Source(text, self.reading.lines)
+        self.source.layout = self.reading.layout if self.reading.by_pieces else None
         self.modelmil = self.reading.modelmil
         self.model, self.program = self.reading.model, self.reading.program
         self.path = path
