@@ -15,7 +15,7 @@ VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 $(STAMP): pyproject.toml miltext/text/_fastprint.c miltext/proto/_fastencode.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments]'
+	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments,weights]'
 	touch $(STAMP)
 
 # Print an example model as canonical text, build it into an .mlpackage (binary protobuf and
@@ -73,6 +73,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/model_files.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/review_diff.py
+	$(BIN)/python bench/textconv_startup.py
+	$(BIN)/python bench/verify.py
+	$(BIN)/python bench/weights_ref.py
 
 conformance: $(STAMP)
 	$(BIN)/python ../shared/conformance/check.py

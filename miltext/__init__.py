@@ -50,13 +50,23 @@ def dump(program: "Program", path, dialect: str = "mil") -> None:
 
 
 def check(program: "Program", *, filename: str | None = None, source: str | None = None,
-          weights: str | None = None) -> list:
+          weights: str | None = None, section=None) -> list:
     """What is wrong in a program that parses, as a list of `Diagnostic`s in source order (see
     docs/check.md). `filename` names the file in them; `source`, the text the program was parsed
     from, puts each caret under the very input at fault; `weights` (a weights folder, an
-    .mlpackage or a weight.bin) lets blob offsets be checked."""
+    .mlpackage or a weight.bin) lets blob offsets be checked; `section`, the text's model section
+    (`parse(text, with_model=True)[0]`), is checked against the program."""
     from .checker import check as check_program
-    return check_program(program, filename=filename, source=source, weights=weights)
+    return check_program(program, filename=filename, source=source, weights=weights, section=section)
+
+
+def run(program: "Program", inputs: dict, function: str = "main", states: dict | None = None,
+        weights: str | None = None) -> dict:
+    """The outputs of `function` for `inputs` (name -> numpy array), computed by miltext's NumPy
+    interpreter (docs/run.md); `states` are a stateful model's, updated in place; `weights` is
+    the folder blob references are relative to."""
+    from .interpreter import run as run_program
+    return run_program(program, inputs, function, states, weights)
 
 
 def from_coremltools(obj, folder=None) -> "Program":
@@ -71,5 +81,5 @@ def to_coremltools(program: "Program", folder=None):
     return convert(program, folder)
 
 
-__all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "from_coremltools", "to_coremltools",
+__all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "run", "from_coremltools", "to_coremltools",
            "ParseError", "ProgramError", *_ir_all]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from .lazy import numpy as np
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,11 @@ class DType:
     bits: int      # element width in bits (0: variable, string)
     kind: str      # "float", "int", "uint", "bool", "string", "none"
     storage: str   # the TensorValue field coremltools writes this dtype to
-    numpy: object  # numpy dtype of decoded elements
+    numpy_name: str | None  # numpy dtype of decoded elements (made on first use: see lazy)
+
+    @property
+    def numpy(self):
+        return None if self.numpy_name is None else _numpy_dtype(self.numpy_name)
 
     @property
     def sub_byte(self) -> bool:
@@ -32,29 +36,39 @@ class DType:
 
 _TABLE = [
     DType("unused", 0, 0, "none", "", None),
-    DType("bool", 1, 8, "bool", "bools", np.dtype(np.bool_)),
-    DType("string", 2, 0, "string", "strings", np.dtype(object)),
-    DType("fp16", 10, 16, "float", "bytes", np.dtype(np.float16)),
-    DType("fp32", 11, 32, "float", "floats", np.dtype(np.float32)),
-    DType("fp64", 12, 64, "float", "doubles", np.dtype(np.float64)),
-    DType("bf16", 13, 16, "float", "bytes", np.dtype(np.float32)),
-    DType("int8", 21, 8, "int", "bytes", np.dtype(np.int8)),
-    DType("int16", 22, 16, "int", "ints", np.dtype(np.int16)),
-    DType("int32", 23, 32, "int", "ints", np.dtype(np.int32)),
-    DType("int64", 24, 64, "int", "longInts", np.dtype(np.int64)),
-    DType("int4", 25, 4, "int", "bytes", np.dtype(np.int8)),
-    DType("uint8", 31, 8, "uint", "bytes", np.dtype(np.uint8)),
-    DType("uint16", 32, 16, "uint", "ints", np.dtype(np.uint16)),
-    DType("uint32", 33, 32, "uint", "bytes", np.dtype(np.uint32)),
-    DType("uint64", 34, 64, "uint", "longInts", np.dtype(np.uint64)),
-    DType("uint4", 35, 4, "uint", "bytes", np.dtype(np.uint8)),
-    DType("uint2", 36, 2, "uint", "bytes", np.dtype(np.uint8)),
-    DType("uint1", 37, 1, "uint", "bytes", np.dtype(np.uint8)),
-    DType("uint6", 38, 6, "uint", "bytes", np.dtype(np.uint8)),
-    DType("uint3", 39, 3, "uint", "bytes", np.dtype(np.uint8)),
-    DType("fp8e4m3fn", 40, 8, "float", "bytes", np.dtype(np.float32)),
-    DType("fp8e5m2", 41, 8, "float", "bytes", np.dtype(np.float32)),
+    DType("bool", 1, 8, "bool", "bools", "bool"),
+    DType("string", 2, 0, "string", "strings", "object"),
+    DType("fp16", 10, 16, "float", "bytes", "float16"),
+    DType("fp32", 11, 32, "float", "floats", "float32"),
+    DType("fp64", 12, 64, "float", "doubles", "float64"),
+    DType("bf16", 13, 16, "float", "bytes", "float32"),
+    DType("int8", 21, 8, "int", "bytes", "int8"),
+    DType("int16", 22, 16, "int", "ints", "int16"),
+    DType("int32", 23, 32, "int", "ints", "int32"),
+    DType("int64", 24, 64, "int", "longInts", "int64"),
+    DType("int4", 25, 4, "int", "bytes", "int8"),
+    DType("uint8", 31, 8, "uint", "bytes", "uint8"),
+    DType("uint16", 32, 16, "uint", "ints", "uint16"),
+    DType("uint32", 33, 32, "uint", "bytes", "uint32"),
+    DType("uint64", 34, 64, "uint", "longInts", "uint64"),
+    DType("uint4", 35, 4, "uint", "bytes", "uint8"),
+    DType("uint2", 36, 2, "uint", "bytes", "uint8"),
+    DType("uint1", 37, 1, "uint", "bytes", "uint8"),
+    DType("uint6", 38, 6, "uint", "bytes", "uint8"),
+    DType("uint3", 39, 3, "uint", "bytes", "uint8"),
+    DType("fp8e4m3fn", 40, 8, "float", "bytes", "float32"),
+    DType("fp8e5m2", 41, 8, "float", "bytes", "float32"),
 ]
+
+_NUMPY_DTYPES: dict = {}
+
+
+def _numpy_dtype(name: str):
+    found = _NUMPY_DTYPES.get(name)
+    if found is None:
+        found = _NUMPY_DTYPES[name] = np.dtype(name)
+    return found
+
 
 BY_NAME = {d.name: d for d in _TABLE}
 BY_CODE = {d.code: d for d in _TABLE}
@@ -64,6 +78,9 @@ NAMES = tuple(d.name for d in _TABLE)
 ALIASES = {
     "str": "string", "int": "int64", "float": "fp32", "float16": "fp16", "float32": "fp32",
     "float64": "fp64", "bfloat16": "bf16", "half": "fp16", "double": "fp64",
+    # coremltools 4's print (its type_mapping.py until 5.0 spelled the integer dtypes so)
+    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
 }
 
 # Default dtype of a bare literal, as coremltools reads one: a float is fp32, an int int32.

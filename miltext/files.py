@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
-import tempfile
 from contextlib import contextmanager
 
 from .errors import InputError
@@ -82,6 +80,7 @@ def atomic_file(path):
         raise IsADirectoryError(21, "is a folder", path)
     clean_stale_temps(folder)
     with _named_after(path):
+        import tempfile   # here, not at the top: textconv's start-up (see miltext.lazy)
         fd, tmp = _named(tempfile.mkstemp, folder)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -113,6 +112,7 @@ def atomic_folder(path):
         raise NotADirectoryError(20, "exists and is not a folder", path)
     clean_stale_temps(parent)
     with _named_after(path):
+        import tempfile
         tmp = _named(tempfile.mkdtemp, parent)
     try:
         os.chmod(tmp, 0o777 & ~_umask())
@@ -124,7 +124,7 @@ def atomic_folder(path):
             raise _about(e, path) from None
         raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # the new folder on an error, the old one after a swap
+        _rmtree(tmp)  # the new folder on an error, the old one after a swap
 
 
 @contextmanager
@@ -167,7 +167,7 @@ def recover(path: str) -> None:
     if not os.path.lexists(old):
         return
     if os.path.lexists(path):
-        shutil.rmtree(old, ignore_errors=True)
+        _rmtree(old)
     else:
         os.rename(old, path)
 
@@ -207,6 +207,11 @@ def _renameat2():
     return _RENAMEAT2[0]
 
 
+def _rmtree(path: str) -> None:
+    import shutil   # here, not at the top: textconv's start-up (see miltext.lazy)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def clean_stale_temps(folder: str) -> None:
     """Remove the temporary files and folders that writers which no longer run left in `folder`."""
     try:
@@ -219,7 +224,7 @@ def clean_stale_temps(folder: str) -> None:
             continue
         full = os.path.join(folder, name)
         if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full, ignore_errors=True)
+            _rmtree(full)
         else:
             _remove(full)
 

@@ -26,9 +26,16 @@ def input_order(op_type: str) -> dict:
     return order
 
 
+@lru_cache(maxsize=None)
 def variant(op_type: str, opset: str) -> dict | None:
     """The definition of `op_type` in force in `opset`, or None when the opset lacks it."""
     for v in table()["ops"].get(op_type, []):
         if opset in v["opsets"]:
             return v
     return None
+
+
+@lru_cache(maxsize=None)
+def params(op_type: str, opset: str) -> dict:
+    """The inputs of `op_type` in `opset` by name (empty when the opset lacks the op)."""
+    return {p["name"]: p for p in (variant(op_type, opset) or {}).get("inputs", ())}

@@ -7,39 +7,51 @@ round-to-nearest-even. Every function here is vectorized: no per-element Python.
 """
 from __future__ import annotations
 
-import numpy as np
+import math
+import struct
 
 from .dtypes import DType
+from .lazy import LazyTable, numpy as np
 
 
-def _fp8_table(exp_bits: int, man_bits: int, finite_only: bool) -> np.ndarray:
-    """float32 value of each of the 256 fp8 bit patterns."""
+_FP8_FORMATS = {"fp8e4m3fn": (4, 3, True), "fp8e5m2": (5, 2, False)}   # exponent, mantissa bits, finite only
+
+
+def _fp8_values(exp_bits: int, man_bits: int, finite_only: bool) -> list:
+    """The value of each of the 256 fp8 bit patterns (plain Python: the native printer's tables
+    are made from them without numpy)."""
     bias = (1 << (exp_bits - 1)) - 1
-    codes = np.arange(256, dtype=np.uint32)
-    sign = np.where(codes & 0x80, -1.0, 1.0)
-    exp = (codes >> man_bits) & ((1 << exp_bits) - 1)
-    man = codes & ((1 << man_bits) - 1)
-    normal = (1.0 + man / (1 << man_bits)) * np.power(2.0, exp.astype(np.float64) - bias)
-    subnormal = (man / (1 << man_bits)) * 2.0 ** (1 - bias)
-    values = sign * np.where(exp == 0, subnormal, normal)
-    top = exp == (1 << exp_bits) - 1
-    if finite_only:  # e4m3fn: only S.1111.111 is NaN, no infinities
-        values[top & (man == (1 << man_bits) - 1)] = np.nan
-    else:            # e5m2: IEEE-like
-        values[top & (man == 0)] = sign[top & (man == 0)] * np.inf
-        values[top & (man != 0)] = np.nan
-    return values.astype(np.float32)
+    top_exp, top_man = (1 << exp_bits) - 1, (1 << man_bits) - 1
+    values = []
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        exp, man = (code >> man_bits) & top_exp, code & top_man
+        if exp == top_exp and (man == top_man if finite_only else True):
+            # e4m3fn: only S.1111.111 is NaN, no infinities; e5m2: IEEE-like
+            values.append(sign * math.inf if not finite_only and man == 0 else math.nan)
+        elif exp == 0:
+            values.append(sign * man / (1 << man_bits) * 2.0 ** (1 - bias))
+        else:
+            values.append(sign * (1.0 + man / (1 << man_bits)) * 2.0 ** (exp - bias))
+    return values
 
 
-FP8_TABLES = {"fp8e4m3fn": _fp8_table(4, 3, True), "fp8e5m2": _fp8_table(5, 2, False)}
+def fp8_table_bytes(name: str) -> bytes:
+    """The float32 value of each bit pattern of fp8 dtype `name`, as 256 little-endian floats."""
+    return struct.pack("<256f", *_fp8_values(*_FP8_FORMATS[name]))
+
+
+# float32 value of each of the 256 fp8 bit patterns
+FP8_TABLES = LazyTable(_FP8_FORMATS, lambda name: np.frombuffer(fp8_table_bytes(name), "<f4").astype(np.float32))
 
 # The NaN each float dtype writes for a plain `nan`; any other NaN keeps its bits in the text.
 CANONICAL_NAN_BITS = {"fp16": 0x7E00, "fp32": 0x7FC00000, "fp64": 0x7FF8000000000000,
                       "bf16": 0x7FC0, "fp8e4m3fn": 0x7F, "fp8e5m2": 0x7F}
 
 # Unsigned integer type holding the raw bits of one element of each float dtype.
-BITS_DTYPE = {"fp16": np.uint16, "fp32": np.uint32, "fp64": np.uint64, "bf16": np.uint16,
-              "fp8e4m3fn": np.uint8, "fp8e5m2": np.uint8}
+_BITS_TYPES = {"fp16": "uint16", "fp32": "uint32", "fp64": "uint64", "bf16": "uint16",
+               "fp8e4m3fn": "uint8", "fp8e5m2": "uint8"}
+BITS_DTYPE = LazyTable(_BITS_TYPES, lambda name: getattr(np, _BITS_TYPES[name]))
 
 
 def float_bits(dtype: DType, values: np.ndarray) -> np.ndarray:

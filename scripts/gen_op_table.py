@@ -75,6 +75,8 @@ Input fields:
 * ``dtypes``: allowed element dtypes of a TensorInputType (a ``type_domain``
   id such as ``"T"`` is resolved through the class's ``type_domains``), in a
   fixed canonical order; ``null`` for other kinds.
+* ``domain``: the name of the input's type domain (``"T"``), present only when the input
+  has one: the inputs of an op that name one domain must share one dtype.
 * ``default``: value the builder fills in when the input is omitted, taken
   from the class's ``default_inputs()``.  That method needs an op instance, so
   it is called on bare instances whose required inputs are stand-ins with
@@ -391,6 +393,8 @@ def describe_inputs(op_cls):
             "dtypes": input_dtypes(op_cls, input_type),
             "default": default_for(defaults, name),
         })
+        if isinstance(input_type, TensorInputType) and input_type.type_domain_id is not None:
+            inputs[-1]["domain"] = input_type.type_domain_id  # inputs of one domain share a dtype
     return inputs
 
 

@@ -5,6 +5,8 @@
   differ from its canonical text, so that the mark never goes stale.
 - A ```text block marked `<!-- error example: NAME -->` is a program that does not parse; the
   next fenced block is exactly the error miltext reports for it, read from a file named NAME.
+- A ```mil block marked `<!-- fmt input -->` is a source file; the next one, marked
+  `<!-- fmt output -->`, is exactly what `miltext fmt` makes of it.
 """
 import os
 import re
@@ -36,8 +38,9 @@ def _blocks(path=DOC):
 
 
 BLOCKS = _blocks()
-MIL = [b for b in BLOCKS if b[1] == "mil"]
+MIL = [b for b in BLOCKS if b[1] == "mil" and b[3] not in ("fmt input", "fmt output")]  # see test_fmt_example
 ERRORS = [(i, b) for i, b in enumerate(BLOCKS) if b[3].startswith("error example:")]
+FMT = [(i, b) for i, b in enumerate(BLOCKS) if b[3] == "fmt input"]
 
 
 @pytest.mark.parametrize("line,lang,body,mark", [b for b in _blocks(README) if b[1] == "mil"],
@@ -67,6 +70,21 @@ def _canonical(text: str, name: str) -> str:
     """The canonical text, its model section (§13) included."""
     from miltext.model.text import model_text, parse_model
     return model_text(parse_model(text, name))
+
+
+def test_the_doc_has_formatting_examples():
+    assert FMT
+
+
+@pytest.mark.parametrize("index,block", FMT, ids=[f"line{b[0]}" for _, b in FMT])
+def test_fmt_example(index, block):
+    from miltext.source.formatter import format_source
+    line, lang, body, mark = block
+    assert index + 1 < len(BLOCKS) and BLOCKS[index + 1][3] == "fmt output", \
+        "a <!-- fmt input --> block needs a <!-- fmt output --> block after it"
+    expected = BLOCKS[index + 1][2]
+    assert format_source(body, f"docs/syntax.md:{line}") == expected
+    assert format_source(expected) == expected
 
 
 @pytest.mark.parametrize("index,block", ERRORS, ids=[f"line{b[0]}" for _, b in ERRORS])

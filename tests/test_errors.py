@@ -43,16 +43,16 @@ class Case:
 
 CASES = [
     # ---- brackets and structure ----
-    Case("missing-close-paren",  # found at the next token: the `}` on the following line
-         in_block('%y: (2, fp32) = relu(x=%x, name="y"'), 4, 3),
+    Case("missing-close-paren",  # told at the `(`, not at the `}` where the parser notices
+         in_block('%y: (2, fp32) = relu(x=%x, name="y"'), 3, 25, ("'('", "never closed")),
     Case("missing-close-brace-of-block",
          VALID_FUNCTION.replace("  } -> (%y)", "  -> (%y)"), 4, 3),
     Case("missing-close-brace-of-function",  # the end of the text: just past the last line
          VALID_FUNCTION[:-len("}\n")], 4, 12),
     Case("missing-close-bracket-of-opset",
-         VALID_FUNCTION.replace("[CoreML7]", "[CoreML7"), 1, 13),
+         VALID_FUNCTION.replace("[CoreML7]", "[CoreML7"), 1, 5, ("'['", "never closed")),
     Case("missing-close-paren-of-function-inputs",
-         VALID_FUNCTION.replace("(2, fp32)) {", "(2, fp32) {", 1), 1, 29),
+         VALID_FUNCTION.replace("(2, fp32)) {", "(2, fp32) {", 1), 1, 14, ("'('", "never closed")),
     Case("missing-arrow-after-block",
          VALID_FUNCTION.replace("} -> (%y)", "} (%y)"), 4, 5),
     Case("extra-close-brace-at-end",

@@ -65,8 +65,8 @@ def test_git_diff_shows_a_changed_op_and_a_changed_weight(repo, tmp_path):
     assert changed == [
         '-    %input_5_cast_fp16: (2, 32, fp16) = relu(x=%linear_0_cast_fp16, name="input_5_cast_fp16")',
         '+    %input_5_cast_fp16: (2, 32, fp16) = sigmoid(x=%linear_0_cast_fp16, name="input_5_cast_fp16")',
-        f"-blob(640): 32 x fp16, 64 bytes, sha256:{old_digest}",
-        f"+blob(640): 32 x fp16, 64 bytes, sha256:{new_digest}"]
+        f"-blob: 32 x fp16, 64 bytes, sha256:{old_digest}",
+        f"+blob: 32 x fp16, 64 bytes, sha256:{new_digest}"]
     assert "Manifest.json" not in diff                           # packing again kept its identifiers
     log = repo("log", "-p", "-1")
     assert "+    %input_5_cast_fp16: (2, 32, fp16) = sigmoid(" in log
@@ -135,3 +135,80 @@ def _hooks(text: str) -> dict:
         if key.strip() == "id":
             hooks[value.strip()] = current
     return hooks
+
+
+# ---- the structural diff as git's external diff driver -----------------------------------------
+
+REVIEW = os.path.join(ROOT, "tests", "review")
+
+
+def _commit_model(repo, source, message):
+    """`source` as model.mlpackage in the repository, committed."""
+    import shutil
+    target = repo.path / "model.mlpackage"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
+    repo("add", "-A")
+    repo("commit", "-qm", message)
+    return str(target)
+
+
+def _summary(diff: str) -> list:
+    return [line for line in diff.splitlines() if line.startswith("# ")]
+
+
+def test_git_diff_of_a_reconverted_model_with_a_layer_inserted(repo):
+    result = run("git-setup", "--structural", cwd=repo.path, env=repo.env)
+    assert result.returncode == 0, result.stderr
+    _commit_model(repo, os.path.join(REVIEW, "mlp6.mlpackage"), "six layers")
+    _commit_model(repo, os.path.join(REVIEW, "mlp7.mlpackage"), "a layer inserted")
+
+    direct = run("diff", os.path.join(REVIEW, "mlp6.mlpackage"), os.path.join(REVIEW, "mlp7.mlpackage"), cwd=repo.path)
+    assert direct.returncode == 1, direct.stderr
+    summary = _summary(direct.stdout)
+    assert summary[0] == "# 4 ops added (2 const, linear, relu), 1 op changed (linear)"
+    assert summary[1].startswith("# 10 renamed: ") and "%linear_[3-4]_cast_fp16 → %linear_[4-5]_cast_fp16" in summary[1]
+    added = [line for line in direct.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert [line.split("= ")[1].split("(")[0] for line in added] == ["const", "const", "linear", "relu", "linear"]
+
+    diff = repo("diff", "HEAD~1")
+    model = diff[diff.index("diff --miltext a/model.mlpackage/Data/com.apple.CoreML/model.mlmodel"):]
+    assert _summary(model)[:2] == summary[:2]                    # the same change, read from git's copies
+    assert "+++ b/model.mlpackage/Data/com.apple.CoreML/model.mlmodel" in model
+    plain = repo("diff", "--no-ext-diff", "HEAD~1")               # the text view stays
+    assert "+    %input_21_cast_fp16: (1, 16, fp16) = relu(" in plain and "# 10 renamed" not in plain
+    assert repo("config", "diff.miltext.command").strip().endswith("-m miltext.cli diff --git-external")
+
+
+def test_git_diff_names_a_changed_weight_and_its_max_difference(repo):
+    run("git-setup", "--structural", cwd=repo.path, env=repo.env)
+    package = _commit_model(repo, os.path.join(REVIEW, "mlp6.mlpackage"), "six layers")
+    from miltext.model.io import read_model
+    (const,) = [op for op in read_model(package).program.functions["main"].block.operations
+                if op.outputs[0].name == "var_4_weight_to_fp16"]
+    offset = const.attributes["val"].data.offset     # the canonical text leaves it to the layout
+    weight = os.path.join(package, "Data", "com.apple.CoreML", "weights", "weight.bin")
+    with WeightReader(weight) as reader:
+        values = reader.read(offset).copy()
+    values[5] += 0.25
+    values[7] -= 0.5
+    replace_blob(weight, offset, values)                         # only the weight file changes
+    repo("add", "-A")
+    repo("commit", "-qm", "two weights nudged")
+    for diff in (repo("diff", "HEAD~1"), repo("diff", "HEAD~1", "HEAD"), run("diff", os.path.join(REVIEW, "mlp6.mlpackage"), package, cwd=repo.path).stdout):
+        assert "# weight %var_4_weight_to_fp16 (16, 16, fp16) changed: 2 of 256 elements, max abs difference 0.5" in diff
+        assert "# 1 op changed (const)" in diff
+        changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+        assert len(changed) == 2 and all("%var_4_weight_to_fp16" in line and "sha256:" in line for line in changed)
+
+
+def test_external_diff_of_a_pb_that_is_no_mil_program_shows_its_text(repo):
+    run("git-setup", "--structural", cwd=repo.path, env=repo.env)
+    (repo.path / "graph.pb").write_bytes(b"\x0a\x05hello\xff")
+    repo("add", "-A")
+    repo("commit", "-qm", "one")
+    (repo.path / "graph.pb").write_bytes(b"\x0a\x05world\xff")
+    diff = repo("diff")
+    assert diff.startswith("diff --miltext a/graph.pb b/graph.pb\n")
+    assert "+# 8 bytes, sha256:" in diff and " # miltext: not shown as MIL text" in diff

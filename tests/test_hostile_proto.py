@@ -105,3 +105,17 @@ def test_a_dtype_code_no_release_defines_round_trips(code, native_enabled):
     program = miltext.loads(text)
     assert program.to_bytes() == data
     assert program.to_proto().SerializeToString(deterministic=True) == data
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("shape", ["3, 0", "65, 0", "1000000000000, 0", "9, 1000000000, 0, 7"])
+def test_an_empty_tensor_with_huge_outer_sizes_prints_in_a_few_bytes(reader, shape, native_enabled):
+    """A few bytes of protobuf: a (10**12, 0) tensor nested as `[[], [], ...]` hung the printers
+    (a trillion brackets). Past INLINE_LIMIT brackets the literal is a flat `[]` under its type."""
+    data = miltext.loads(f'main[CoreML7]() {{\n  block0() {{\n'
+                         f'    %w: ({shape}, fp32) = const(val=({shape}, fp32)([]), name="w")\n'
+                         f'    %y: ({shape}, fp32) = relu(x=%w, name="y")\n  }} -> (%y)\n}}\n').to_bytes()
+    text = READERS[reader](data)
+    assert len(text) < 400
+    assert miltext.loads(text).to_bytes() == data
+    assert miltext.proto_to_text(data) == miltext.dumps(miltext.Program.from_proto(data))

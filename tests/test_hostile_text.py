@@ -47,11 +47,10 @@ def test_malformed_literals_and_types_are_located_errors(case, way, tmp_path, ca
 def test_an_axis_that_is_no_integer_is_an_error_of_the_op(axes, tmp_path, capsys):
     path = tmp_path / "m.mil"
     path.write_text(HEAD + f"    %y = reduce_sum(x=%x, axes={axes})\n" + TAIL)
-    for command in ("infer", "build"):
-        args = [command, str(path)] + (["-o", str(tmp_path / "m.mlpackage")] if command == "build" else [])
-        assert main(args) == 1
-        err = capsys.readouterr().err
-        assert "m.mil:3:5: error: reduce_sum: input 'axes' must hold integers" in err
+    assert main(["infer", str(path)]) == 1
+    assert "m.mil:3:5: error: reduce_sum: input 'axes' must hold integers" in capsys.readouterr().err
+    assert main(["build", str(path), "-o", str(tmp_path / "m.mlpackage")]) == 1   # check's finding
+    assert "m.mil:3:27: error: input 'axes' of reduce_sum is (1, fp32)" in capsys.readouterr().err
     assert not (tmp_path / "m.mlpackage").exists()
 
 

@@ -156,7 +156,7 @@ def test_server_says_what_it_can_do(client):
 def test_parse_errors_on_open_with_their_ranges(client):
     diagnostics = open_text(client, "file:///bad.mil", BAD)
     assert [(d["range"], d["severity"], d["message"]) for d in diagnostics] == [
-        (span(2, 33, 37), 1, "unexpected 'name=': expected ',' or ')'"),
+        (span(2, 33, 37), 1, "unexpected argument 'name': expected ',' or ')'"),
         (span(3, 8, 14), 1, "expected a type such as (2, 4, fp32): the dtype comes last"),
         (span(4, 35, 39), 1, "300 does not fit in int8 (-128 to 127)"),
     ]
@@ -255,13 +255,26 @@ def test_formatting_gives_the_canonical_text(client):
                                                       "options": {"tabSize": 2, "insertSpaces": True}}) == []
 
 
+COMMENTED = GOOD.replace("main[CoreML7]", "# what the model does\n\nmain[CoreML7]") \
+    .replace("  block0() {\n", "  block0() {  # the body\n    # the branch\n") \
+    .replace('name="two")', 'name="two")  # a constant') \
+    .replace("      } -> (%r)\n", "        # nothing else\n      } -> (%r)\n\n    # the loop\n") \
+    .replace("-> (%out, %n)\n}\n", "-> (%out, %n)\n}\n# the end\n")
+
+
 def test_formatting_keeps_comments(client):
     uri = "file:///comments.mil"
-    open_text(client, uri, "# a note the printer would drop\n" + GOOD)
-    edits = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
-                                                       "options": {"tabSize": 2, "insertSpaces": True}})
-    assert edits == []
-    assert "comments" in client.notification("window/showMessage")["message"]
+    messy = COMMENTED.replace("  block0", "block0").replace("cond(pred=%p, ", "cond( pred = %p,\n   ") \
+        .replace("  # a constant", "      # a constant").replace("\n\n    # the loop", "\n\n\n\n# the loop")
+    open_text(client, uri, messy)
+    (edit,) = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
+                                                         "options": {"tabSize": 2, "insertSpaces": True}})
+    assert edit["newText"] == COMMENTED  # every comment where it was, one blank line kept
+    from miltext.source.formatter import comment_texts
+    assert comment_texts(edit["newText"]) == comment_texts(messy) and len(comment_texts(messy)) == 7
+    open_text(client, "file:///formatted.mil", COMMENTED)
+    assert client.request("textDocument/formatting", {"textDocument": {"uri": "file:///formatted.mil"},
+                                                      "options": {"tabSize": 2, "insertSpaces": True}}) == []
 
 
 def test_check_findings_with_their_notes(client):
@@ -311,7 +324,10 @@ def test_a_model_section_is_kept_and_checked(client):
     assert d["range"] == span(2, 11, 16) and "authr" in d["message"]
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
                                              "contentChanges": [{"text": section + GOOD.replace("  block0", "block0")}]})
-    assert client.notification("textDocument/publishDiagnostics", uri)["diagnostics"] == []
+    found = client.notification("textDocument/publishDiagnostics", uri)["diagnostics"]
+    # the section against the program: it leaves out main's bool input and its outputs
+    assert {d["code"] for d in found} == {"model-section"} and all(d["range"] == span(0, 0, 5) for d in found)
+    assert "main takes input %p, which the model section does not list" in [d["message"] for d in found]
     (edit,) = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
                                                          "options": {"tabSize": 2, "insertSpaces": True}})
     assert edit["newText"] == section + GOOD

@@ -73,7 +73,7 @@ def test_neovim_client_gets_diagnostics_hover_and_formatting(tmp_path):
     assert (tmp_path / "out.json").exists(), run.stdout + run.stderr
     out = json.loads((tmp_path / "out.json").read_text())
     assert "error" not in out, out["error"]
-    assert [(d["lnum"], d["message"]) for d in out["broken"]] == [(3, "unexpected 'name=': expected ',' or ')'")]
+    assert [(d["lnum"], d["message"]) for d in out["broken"]] == [(3, "unexpected argument 'name': expected ',' or ')'")]
     assert out["mended"] == []
     assert "%x: (1, 2, fp32)" in out["hover"] and "input of function `main`" in out["hover"]
     expected = miltext.dumps(miltext.loads("\n".join(lines).replace("(x=%x name", "(x=%x, name")))

@@ -28,7 +28,7 @@ from miltext.text.modelmil_parser import parse_fragment
 from miltext.text.modelmil_printer import operation_text, print_modelmil, value_text
 from miltext.text.modelmil_words import looks_like_modelmil, text_version
 
-COMPILED = corpus_files("modelmil", ".mil")
+COMPILED = corpus_files("modelmil", ".mil") + corpus_files("wild", ".mil")
 FRAGMENTS = os.path.join(CORPUS, "modelmil", "07_ios18_vs_ios16_fragments.txt")
 DOC = os.path.join(os.path.dirname(CORPUS), "..", "docs", "modelmil.md")
 WEIGHT_FILE = "@model_path/weights/weight.bin"
@@ -46,7 +46,39 @@ def proto_bytes(program) -> bytes:
 # ---- real compiled files ------------------------------------------------------------------------
 
 def test_the_corpus_has_compiled_files():
-    assert len(COMPILED) >= 4
+    assert len(COMPILED) >= 10
+    headers = {read(p).split("\n", 1)[0] for p in COMPILED}
+    assert headers == {"program(1.0)", "program(1.3)"}
+
+
+def _compiler(text: str) -> tuple:
+    version = re.search(r'\{"coremlc-version", "([0-9.]+)"\}', text).group(1)
+    return tuple(int(x) for x in version.split("."))
+
+
+@pytest.mark.parametrize("path", COMPILED, ids=case_id)
+def test_the_version_follows_the_compiler_that_wrote_the_file(path):
+    """3500.32.1 writes program(1.0) for ios16 and ios17 functions; 3520.5.1 and 3600.25.1
+    write program(1.3) for a single ios17 function, with the short scalar spellings."""
+    text = read(path)
+    program = miltext.loads(text)
+    expected = "1.3" if _compiler(text) >= (3520,) else "1.0"
+    assert text.startswith(f"program({expected})\n") and text_version(program) == expected
+    assert ("tensor<string, []>" in text) == (expected == "1.0")
+
+
+def test_a_newer_compiler_makes_an_ios16_program_1_3_and_an_unknown_one_keeps_the_opset_rule():
+    text = read(os.path.join(CORPUS, "modelmil", "01_ios16_add_model.mil"))
+    assert text_version(miltext.loads(text)) == "1.0"
+    for compiler, version in [("3520.5.1", "1.3"), ("3600.25.1", "1.3"), ("3519.99", "1.0"),
+                              ("3402.4.1", "1.0"), ("unknown", "1.0"), ("", "1.0")]:
+        edited = re.sub(r'"coremlc-version", "[0-9.]+"', f'"coremlc-version", "{compiler}"', text)
+        assert f"\"coremlc-version\", \"{compiler}\"" in edited
+        program = miltext.loads(edited)
+        assert text_version(program) == version, compiler
+        printed = miltext.dumps(program, dialect="modelmil")
+        assert printed.startswith(f"program({version})\n")
+        assert proto_bytes(miltext.loads(printed)) == proto_bytes(program)
 
 
 @pytest.mark.parametrize("path", COMPILED, ids=case_id)
@@ -436,13 +468,13 @@ def test_canonical_text_is_not_taken_for_model_mil():
 
 
 @pytest.mark.parametrize("text,line,column,message", [
-    (BASE.replace('("y")];', '("y")]'), 5, 9, "unexpected '}': expected ';'"),
+    (BASE.replace('("y")];', '("y")]'), 4, 78, "missing ';' at the end of the op: expected ';'"),
     (BASE.replace("<ios17>", "<ios19>"), 3, 15,
      "unknown opset 'ios19': model.mil's opsets are ios15, ios16, ios17, ios18, ios26"),
     (BASE.replace("(tensor<fp32, [2]> x)", "(tensor<fp31, [2]> x)"), 3, 29,
      "unexpected name 'fp31': expected a type such as tensor<fp32, [2]>"),
     (BASE.replace("relu(x = x)", "relu(x = %x)"), 4, 44,
-     "unexpected character '%': expected '(', a type such as tensor<fp32, [2]> or a name"),
+     "unexpected character '%': expected a value or a name"),
     (BASE.replace("relu(x = x)", "relu(x = tensor<fp32, [2]>([[1, 2]]))"), 4, 61,
      "a literal of shape [1, 2] where the type says [2]"),
     (BASE.replace("relu(x = x)", "relu(x = int8(300))"), 4, 49, "300 does not fit in int8 (-128 to 127)"),
@@ -554,7 +586,7 @@ def test_cli_reads_a_compiled_model_folder(tmp_path):
     result = run("print", name, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == miltext.dumps(miltext.loads(text))
-    assert "blob(64)" in result.stdout  # weights stay references
+    assert "(blob)" in result.stdout  # weights stay references
     result = run("print", "--dialect", "modelmil", name, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == text
@@ -596,4 +628,4 @@ def test_cli_refuses_a_folder_without_model_mil(tmp_path):
     (tmp_path / "Empty.mlmodelc").mkdir()
     result = run("print", "Empty.mlmodelc", cwd=tmp_path)
     assert result.returncode == 1 and result.stdout == ""
-    assert "Empty.mlmodelc: a folder without model.mil" in result.stderr
+    assert "Empty.mlmodelc: error: a folder without model.mil" in result.stderr

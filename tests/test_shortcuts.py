@@ -59,6 +59,7 @@ def test_random_programs_read_the_same_without_shortcuts(program):
 
 @pytest.mark.parametrize("argument", [
     "y=(2, fp16)(blob(64))",        # a weight in the weight file, as every converted model has
+    "y=(2, fp16)(blob)",            # the same, at the offset the weight file's layout implies
     "y=fp16([1.0, 2.0])",           # a literal of another dtype than its default
     "y=uint8(3)",
     "values=(%x, %x)",              # a group of references (concat, stack)
@@ -69,3 +70,12 @@ def test_the_lines_converted_models_are_made_of_take_the_shortcut(argument):
     from miltext.text.parser import _parser
     assert "SIMPLE_OPS" in {t.type for t in _parser(False).lark.lex(text)}
     assert proto_bytes(miltext.loads(text)) == proto_bytes(miltext.loads(dodge_shortcuts(text)))
+
+
+@pytest.mark.parametrize("between", ["\n      ", "  # a comment\n      ", "  # one\n  # two\n\n  "])
+def test_attributes_on_the_next_line_are_not_cut_off_by_the_plain_line_shortcut(between):
+    line = '    %w: (8, fp32) = constexpr_affine_dequantize(name="w")'
+    attributes = "[axis=0, quantized_data=(8, uint8)(blob(64)), scale=0.5, zero_point=uint8(1)]"
+    text = f"main(%x: (2, fp32)) {{\n  block0() {{\n{line}{between}{attributes}\n  }} -> (%w)\n}}\n"
+    (op,) = miltext.loads(text).functions["main"].block.operations
+    assert sorted(op.attributes) == ["axis", "name", "quantized_data", "scale", "zero_point"]

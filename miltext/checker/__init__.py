@@ -6,25 +6,30 @@ output in render. docs/check.md describes every rule.
 """
 from __future__ import annotations
 
-from . import inference, names, ops, structure, values
+import os
+
+from . import inference, model_section, names, ops, structure, values, weight_refs
 from .context import Context
 from .diagnostics import Diagnostic, in_source_order, with_file
 from .weights import WeightFiles
 
-FAMILIES = (names, structure, values, ops, inference)
+FAMILIES = (names, structure, values, ops, inference, model_section, weight_refs)
 RULES = {rule: severity for family in FAMILIES for rule, severity in family.RULES.items()}
 
 
 def check(program, *, filename: str | None = None, source: str | None = None,
-          weights: str | None = None) -> list[Diagnostic]:
+          weights: str | None = None, section=None) -> list[Diagnostic]:
     """The diagnostics of a program, in source order.
 
     `filename` names the file in each diagnostic; `source` is the text the program was parsed
     from, which puts the caret under the very input at fault (without it, at the op); `weights`
-    is the weights folder, an .mlpackage or a weight.bin, for checking blob values."""
+    is the weights folder, an .mlpackage or a weight.bin, for checking blob values; `section`
+    is the text's model section as the parser read it (`parse(..., with_model=True)`), checked
+    against the program."""
     weight_files = WeightFiles(weights) if weights is not None else None
     try:
-        ctx = Context(program, source, weight_files)
+        ctx = Context(program, source, weight_files, section)
+        ctx.folder = os.path.dirname(os.path.abspath(filename)) if filename else None  # of npy(...) paths
         for family in FAMILIES:
             family.check(ctx)
     finally:

@@ -9,20 +9,25 @@ from .locate import Locator
 
 
 class Context:
-    def __init__(self, program, source: str | None = None, weights=None):
+    def __init__(self, program, source: str | None = None, weights=None, section=None):
         self.program = program
         self.weights = weights          # a weights.WeightFiles, or None: blobs are not checked
+        self.section = section          # the text's model section (miltext.model.syntax), or None
         self.where = Locator(source)
         self.diagnostics: list[Diagnostic] = []
+        self.faulty_ops: set = set()    # ids of ops whose call is wrong (inference skips them)
         self.resolution = resolve(program)
         self.blocks: list = []          # (function name, opset key, block), in program order
         self.ops: list = []             # (function name, opset key, op), in program order
         self._walk()
         self._targets: dict | None = None
-        # coremltools' print never shows a const op, and real programs always have some: a
-        # program with none was (most likely) read from a print, where consts are dangling
-        # names and the dtypes of literals are guesses (1.0 is fp32, 1 is int32).
-        self.from_print = not any(op.type == "const" for _, _, op in self.ops)
+        # coremltools' print never shows a const op but always an op's name and output types,
+        # and real programs always have consts: a program with none, every op named and typed,
+        # was (most likely) read from a print, where consts are dangling names and the dtypes
+        # of literals are guesses (1.0 is fp32, 1 is int32). Shorthand leaves names out.
+        self.from_print = not any(op.type == "const" for _, _, op in self.ops) and all(
+            "name" in op.attributes and all(v.type is not None for v in op.outputs)
+            for _, _, op in self.ops)
 
     def _walk(self) -> None:
         for fn_name, fn in self.program.functions.items():
@@ -40,10 +45,14 @@ class Context:
     def target(self, site, key: str | None, index: int):
         """The var that binding `index` of input `key` of op `site` refers to, or with key None,
         output `index` of block `site`; None when it refers to nothing."""
-        if self._targets is None:
-            self._targets = {(id(r.op if r.op is not None else r.block), r.key, r.index): r.target
-                             for r in self.resolution.references}
-        return self._targets.get((id(site), key, index))
+        if self._targets is None:  # site -> its references: a few each, so searched in turn
+            self._targets = {}
+            for r in self.resolution.references:
+                self._targets.setdefault(id(r.op if r.op is not None else r.block), []).append(r)
+        for r in self._targets.get(id(site), ()):
+            if r.key == key and r.index == index:
+                return r.target
+        return None
 
     def binding_type(self, op, key: str, index: int):
         """The type of binding `index` of input `key` of `op`: its var's, or its value's."""

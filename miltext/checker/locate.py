@@ -9,6 +9,7 @@ the rough place stands.
 from __future__ import annotations
 
 import re
+from array import array
 
 from ..text import lexemes
 
@@ -17,12 +18,27 @@ _NAME_CHAR = r"A-Za-z0-9_.@/"
 
 class Locator:
     def __init__(self, text: str | None):
-        self.lines = text.split("\n") if text is not None else None
+        self.text = text
+        self._starts = None  # where each line starts, found when first asked: most checks find nothing
+
+    def _line_starts(self) -> array:
+        if self._starts is None:
+            starts, find = array("q", [0]), self.text.find
+            at = find("\n")
+            while at >= 0:
+                starts.append(at + 1)
+                at = find("\n", at + 1)
+            self._starts = starts
+        return self._starts
 
     def _line(self, number: int) -> str | None:
-        if self.lines is None or not 0 < number <= len(self.lines):
+        if self.text is None:
             return None
-        return self.lines[number - 1]
+        starts = self._line_starts()
+        if not 0 < number <= len(starts):
+            return None
+        end = starts[number] - 1 if number < len(starts) else len(self.text)
+        return self.text[starts[number - 1]:end]
 
     def key(self, loc: tuple | None, key: str) -> tuple | None:
         """Where `key=` (an input or an attribute) is written on the line of the op at `loc`."""
@@ -58,11 +74,11 @@ class Locator:
         """Where `%name` is written in the `} -> (...)` that closes the block whose label is at
         `block_loc` (the first line after it with `}` in the label's column); without a name,
         where that `}` is."""
-        if block_loc is None or self.lines is None:
+        if block_loc is None or self.text is None:
             return block_loc
         number, column = block_loc
-        for i in range(number, len(self.lines) + 1):
-            line = self.lines[i - 1]
+        for i in range(number, len(self._line_starts()) + 1):
+            line = self._line(i)
             if i == number:
                 arrow = re.compile(r"\}\s*->").search(line, column - 1)
                 if arrow is None:

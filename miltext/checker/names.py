@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 
 from .context import Context, var
+from .suggest import did_you_mean
 
 RULES = {
     "undefined-name": "error",         # an op input names nothing
     "undefined-output": "error",       # a block output names nothing
     "use-before-definition": "error",  # defined, but later in this scope or an enclosing one
     "out-of-scope": "error",           # defined only in a block that does not enclose the use
-    "redefinition": "warning",         # a name defined twice in one scope
+    "redefinition": "warning",         # a name defined twice in one scope; `build` refuses it
     "unusual-name": "warning",         # outside [A-Za-z_][A-Za-z0-9_@]*
 }
 
@@ -49,7 +50,17 @@ def _undefined(ctx: Context) -> None:
             notes = [ctx.note(None, PRINT_HINT.format(name=var(ref.name)))] if hint else []
             hint = False
             rule = "undefined-name" if ref.op is not None else "undefined-output"
-            ctx.error(rule, loc, f"{what} is not defined", notes)
+            own = {v.name for v in ref.op.outputs} if ref.op is not None else set()
+            meant = did_you_mean(ref.name, [n for n in _visible(ref.scope) if n not in own], spell=var)
+            ctx.error(rule, loc, f"{what} is not defined{meant}", notes)
+
+
+def _visible(scope) -> list:
+    names = []
+    while scope is not None:
+        names.extend(scope.names)
+        scope = scope.parent
+    return names
 
 
 def _definition_out_of_reach(ref, scopes: list):

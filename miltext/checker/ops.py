@@ -1,25 +1,26 @@
 """Ops, against the op table (miltext/data/ops.json, from coremltools' op registry): the op
-exists in the opset in force, takes the inputs it is given, is given the inputs it needs, of
-the dtypes the table allows. The table's dtypes are checked one input at a time (not that x and
-y share one type), which keeps the check free of false alarms."""
+exists in the opset in force, takes the inputs it is given, is given the inputs it needs (the
+dtypes, constness and values of those inputs are the inference family's, which knows the types
+of inputs the text leaves untyped). A misspelt op, input or opset gets the nearest known one."""
 from __future__ import annotations
 
-from .. import dtypes
 from .. import ops as op_table
-from ..ir import TensorType
-from .compat import describe
 from .context import Context
+from .suggest import did_you_mean
 
 RULES = {
     "unknown-opset": "warning",     # a function or block opset the table does not know
-    "unknown-op": "warning",        # an op type the table does not know (a custom op)
+    "opset-name": "error",          # an opset written as its iOS name or miscased (iOS17: CoreML7)
+    "unknown-op": "warning",        # an op type the table does not know; `build` refuses it
+    "custom-op": "warning",         # an unknown op the text declares custom ([custom=True])
     "pymil-only-op": "warning",     # an op only coremltools' Python side has
     "op-not-in-opset": "error",     # an op the opset in force lacks
     "missing-input": "error",       # a required input (or parameter) not given
     "unknown-input": "error",       # an input the op does not have
     "attribute-params": "warning",  # an iOS16 constexpr parameter given as an input, not an attribute
-    "input-dtype": "error",         # an input of a dtype the op does not take
 }
+
+CUSTOM = "custom"   # the attribute that declares an op custom: `my_op(x=%x)[custom=True]`
 
 
 def check(ctx: Context) -> None:
@@ -28,12 +29,11 @@ def check(ctx: Context) -> None:
     for name, fn in ctx.program.functions.items():
         for key in dict.fromkeys([fn.opset, *fn.blocks]):
             if key not in known_opsets:
-                ctx.warning("unknown-opset", fn.loc, _unknown_opset(name, key, known_opsets))
+                _unknown_opset(ctx, fn, name, key, known_opsets)
     for _, key, op in ctx.ops:
         variants = table["ops"].get(op.type)
         if variants is None:
-            ctx.warning("unknown-op", ctx.where.op_type(op.loc, op.type), f"unknown op {op.type!r}: "
-                        "coremltools' op set has no such op, so its inputs are not checked")
+            _unknown_op(ctx, op, table["ops"])
             continue
         if variants[0].get("pymil_only"):
             ctx.warning("pymil-only-op", ctx.where.op_type(op.loc, op.type),
@@ -43,12 +43,38 @@ def check(ctx: Context) -> None:
             continue
         variant = op_table.variant(op.type, key)
         if variant is None:
-            since = min((o for v in variants for o in v["opsets"]), key=_opset_number)
-            later = f"; it came in {since}" if _opset_number(since) > _opset_number(key) else ""
+            ctx.faulty_ops.add(id(op))
             ctx.error("op-not-in-opset", ctx.where.op_type(op.loc, op.type),
-                      f"{op.type} is not in opset {key}{later}")
+                      _not_in_opset(op.type, key, variants, known_opsets))
             continue
         _inputs(ctx, op, key, variant, variants)
+
+
+def _unknown_op(ctx: Context, op, known: dict) -> None:
+    where = ctx.where.op_type(op.loc, op.type)
+    declared = op.attributes.get(CUSTOM)
+    if declared is not None and _true(declared):
+        ctx.warning("custom-op", where, f"{op.type} is a custom op: Core ML runs it only with an "
+                    "implementation of its own, and its inputs are not checked")
+        return
+    ctx.warning("unknown-op", where, f"unknown op {op.type!r}{did_you_mean(op.type, known)} (Core ML "
+                f"cannot load it, so `build` refuses it; declare a custom op with [{CUSTOM}=True] "
+                "after the call)")
+
+
+def _true(value) -> bool:
+    try:
+        return bool(value.array.reshape(-1)[0])
+    except (TypeError, ValueError, IndexError, AttributeError):
+        return False
+
+
+def _not_in_opset(op_type: str, key: str, variants: list, known: dict) -> str:
+    opsets = sorted({o for v in variants for o in v["opsets"]}, key=_opset_number)
+    if _opset_number(opsets[0]) > _opset_number(key):
+        return f"{op_type} needs {opsets[0]} ({known.get(opsets[0], '?')}) or newer; this function's " \
+               f"opset is {key}"
+    return f"{op_type} is not in opset {key} (only in {_span(opsets)})"
 
 
 def _inputs(ctx: Context, op, opset: str, variant: dict, variants: list) -> None:
@@ -66,56 +92,39 @@ def _inputs(ctx: Context, op, opset: str, variant: dict, variants: list) -> None
     what = "attribute" if variant["attribute_params"] else "input"
     for key in given:
         if key not in params:
+            ctx.faulty_ops.add(id(op))
             ctx.error("unknown-input", ctx.where.key(op.loc, key),
-                      _unknown_input(op.type, what, key, opset, variants))
+                      _unknown_input(op.type, what, key, opset, variants, params))
     for name, p in params.items():
         if not p["optional"] and name not in given:
+            ctx.faulty_ops.add(id(op))
             ctx.error("missing-input", ctx.where.op_type(op.loc, op.type),
                       f"{op.type} needs {what} {name!r}")
-    for name, p in params.items():
-        allowed = p["dtypes"]
-        if allowed and p["kind"] == "tensor" and name in given:
-            _dtypes(ctx, op, name, allowed)
 
 
-def _dtypes(ctx: Context, op, key: str, allowed: list) -> None:
-    if key in op.inputs:
-        bound = [(b, ctx.binding_type(op, key, i)) for i, b in enumerate(op.inputs[key])]
-    else:  # an attribute-style parameter
-        bound = [(op.attributes[key], op.attributes[key].type)]
-    for b, t in bound:
-        if isinstance(t, TensorType) and t.dtype not in allowed and not (
-                ctx.from_print and not isinstance(b, str) and _guessed_dtype_fits(t.dtype, allowed)):
-            loc = ctx.where.reference(op.loc, b, key) if isinstance(b, str) else ctx.where.key(op.loc, key)
-            ctx.error("input-dtype", loc, f"input {key!r} of {op.type} is {describe(t)}; "
-                      f"{op.type} takes {_either(allowed)} there")
-
-
-def _guessed_dtype_fits(dtype: str, allowed: list) -> bool:
-    """A literal of a print has the default dtype of its kind, not necessarily its own: an int
-    literal stands for any integer dtype, a float literal for any float dtype."""
-    family = _FAMILY.get(dtypes.by_name(dtype).kind)
-    return family is not None and any(_FAMILY.get(dtypes.by_name(d).kind) == family
-                                      for d in allowed if d in dtypes.BY_NAME)
-
-
-_FAMILY = {"int": "integer", "uint": "integer", "float": "float"}
-
-
-def _unknown_input(op_type: str, what: str, key: str, opset: str, variants: list) -> str:
+def _unknown_input(op_type: str, what: str, key: str, opset: str, variants: list, params) -> str:
     elsewhere = [v for v in variants if any(p["name"] == key for p in v["inputs"])]
     if elsewhere:
         opsets = [o for v in elsewhere for o in v["opsets"]]
         return f"{op_type} has no {what} {key!r} in opset {opset} (only in {_span(opsets)})"
-    return f"{op_type} has no {what} {key!r}"
+    return f"{op_type} has no {what} {key!r}{did_you_mean(key, params)}"
 
 
-def _unknown_opset(function: str, key: str, known: dict) -> str:
+def _unknown_opset(ctx: Context, fn, function: str, key: str, known: dict) -> None:
     names = sorted(known, key=_opset_number)
     if key == "":
-        return f"function {function} has no opset; Core ML needs one, such as {names[-1]}"
-    return f"unknown opset {key!r} in function {function} (known: {names[0]} to {names[-1]}); " \
-           "its ops are not checked against the op table"
+        ctx.warning("unknown-opset", fn.loc, f"function {function} has no opset; Core ML needs one, "
+                    f"such as {names[-1]}")
+        return
+    by_ios = {ios.lower(): opset for opset, ios in known.items()}
+    meant = by_ios.get(key.lower()) or next((o for o in names if o.lower() == key.lower()), None)
+    if meant is not None:
+        ctx.error("opset-name", fn.loc, f"unknown opset {key!r} in function {function}; did you mean "
+                  f"{meant}? (MIL names the {known[meant]} opset {meant})")
+        return
+    ctx.warning("unknown-opset", fn.loc, f"unknown opset {key!r} in function {function} (known: "
+                f"{names[0]} to {names[-1]}){did_you_mean(key, names)}; its ops are not checked "
+                "against the op table")
 
 
 def _opset_number(opset: str) -> int:
@@ -126,7 +135,3 @@ def _opset_number(opset: str) -> int:
 def _span(opsets: list) -> str:
     ordered = sorted(set(opsets), key=_opset_number)
     return ordered[0] if len(ordered) == 1 else f"{ordered[0]} to {ordered[-1]}"
-
-
-def _either(dtypes: list) -> str:
-    return dtypes[0] if len(dtypes) == 1 else ", ".join(dtypes[:-1]) + " or " + dtypes[-1]

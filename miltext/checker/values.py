@@ -7,7 +7,7 @@ import os
 from functools import partial
 
 from .. import dtypes
-from ..ir import (Blob, DictData, DictType, Elided, EmptyImmediate, ListData, ListType,
+from ..ir import (WeightRef, Blob, DictData, DictType, Elided, EmptyImmediate, ListData, ListType,
                   StateType, TensorData, TensorType, TupleData, TupleType)
 from ..ir.values import decode_tensor
 from .compat import compatible, describe
@@ -21,7 +21,7 @@ RULES = {
     "value-type": "error",      # a value of another type than declared (const output, container element)
     "elided-value": "error",    # a value left out as [...]
     "missing-weight-file": "warning",  # the weight file a blob names is not at hand
-    "weight-file": "error",     # the file a blob names is not a weight file
+    "weight-file": "error",     # the file a blob names is not the model's own, or not a weight file
     "blob-range": "error",      # a blob offset where the weight file has no blob
     "blob-mismatch": "error",   # a blob of another dtype or size than its value's type
 }
@@ -63,7 +63,7 @@ class _Values:
             self.value(v, partial(where.key, op.loc, key))
         if op.type == "const" and "val" in op.attributes and len(op.outputs) == 1:
             val, out = op.attributes["val"], op.outputs[0]
-            if not compatible(val.type, out.type):
+            if val.type != out.type and not compatible(val.type, out.type):
                 self.ctx.error("value-type", where.key(op.loc, "val"),
                                f"the value is {describe(val.type)}, but {var(out.name)} is declared "
                                f"{describe(out.type)}")
@@ -95,12 +95,15 @@ class _Values:
             t = t.wrapped
         if isinstance(data, Elided):
             self.ctx.error("elided-value", loc, "this value was left out as [...]; write it out")
-        elif t is None or data is None or isinstance(data, EmptyImmediate):
-            return
+        elif t is None or data is None or isinstance(data, (EmptyImmediate, WeightRef)):
+            return  # a WeightRef: the weight_refs family checks it
         elif isinstance(t, TensorType) and isinstance(data, TensorData):
             self.tensor(t, data, loc)
         elif isinstance(t, TensorType) and isinstance(data, Blob):
-            if self.ctx.weights is not None:
+            unsafe = _outside_the_model(data.file, getattr(self.ctx, "folder", None))
+            if unsafe:
+                self.ctx.error("weight-file", loc, unsafe)
+            elif self.ctx.weights is not None:
                 self.blob(t, data, loc)
         elif isinstance(t, ListType) and isinstance(data, ListData):
             if type(t.length) is int and t.length != len(data.values):
@@ -180,10 +183,21 @@ class _Values:
             self.ctx.error("blob-mismatch", loc, f"the blob at offset {blob.offset} holds {record.dtype} "
                            f"data, but the value is {describe(t)}")
             return
-        count, bits = t.element_count, dtypes.by_name(t.dtype).bits
-        if count is not None and record.count(bits) != count:
+        count = t.element_count
+        if count is not None and record.count != count:
             self.ctx.error("blob-mismatch", loc, f"the blob at offset {blob.offset} holds "
-                           f"{record.count(bits)} elements, but {describe(t)} holds {count}")
+                           f"{record.count} elements, but {describe(t)} holds {count}")
+
+
+def _outside_the_model(file_name: str, folder: str | None) -> str | None:
+    """Why a blob's file is not one of the model's own (a name not under @model_path, a '..',
+    an absolute path, a link out), or None: Core ML reads no file from elsewhere."""
+    from ..model.blobs import UnsafePathError, blob_path
+    try:
+        blob_path(folder or os.getcwd(), file_name)
+    except UnsafePathError as e:
+        return str(e)
+    return None
 
 
 _DATA_WORDS = {"TensorData": "tensor data", "ListData": "a list", "TupleData": "a tuple",

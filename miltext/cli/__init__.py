@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from .. import __version__
@@ -22,21 +23,27 @@ COMMANDS = [
     ("unpack", "unpack_cmd", "write a .mlpackage as DIR/model.mil and DIR/weights/"),
     ("pack", "pack_cmd", "write DIR/model.mil and DIR/weights/ as a .mlpackage"),
     ("fmt", "fmt_cmd", "rewrite .mil files in canonical form"),
-    ("diff", "diff_cmd", "compare two models or programs as MIL text"),
+    ("diff", "diff_cmd", "compare two models or programs by structure (or as text, --text)"),
+    ("graph", "graph_cmd", "draw a program as a graph (Graphviz DOT or SVG)"),
     ("git-setup", "git_setup_cmd", "make git diff and git log -p show models as MIL text"),
     ("textconv", "textconv_cmd", "MIL text of a file, for git's textconv (never fails)"),
     ("check", "check_cmd", "report what is wrong in programs that parse"),
     ("infer", "infer_cmd", "show .mil text with every output type, name and const filled in"),
+    ("run", "run_cmd", "run a model on NumPy: outputs to .npz, or checked against a reference"),
     ("lsp", "lsp_cmd", "run the MIL language server on stdin/stdout (for editors)"),
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or given `command`, of that one only (no other module is
+    loaded): git runs `miltext textconv` once per file, so start-up counts."""
     ap = argparse.ArgumentParser(prog="miltext", description="Core ML's MIL as source text.")
     ap.add_argument("--version", action="version", version=f"miltext {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module_name, help_text in COMMANDS:
+        if command is not None and name != command:
+            continue
         module = importlib.import_module(f"{__name__}.{module_name}")
         p = sub.add_parser(name, help=help_text, description=module.__doc__.split("\n\n")[0])
         module.add_arguments(p)
@@ -46,14 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    names = {name for name, _, _ in COMMANDS}
+    command = argv[0] if argv and argv[0] in names else None
+    args = build_parser(command).parse_args(argv)
     try:
         return args.run(args)
     except ParseError as e:
         print(e.render_all(), file=sys.stderr)
         return args.error_status
     except (InputError, ProgramError) as e:
-        print(str(e), file=sys.stderr)
+        print(with_error(str(e), args), file=sys.stderr)
         return args.error_status
     except OSError as e:
         where = f"{e.filename}: " if e.filename else "miltext: "
@@ -69,10 +79,30 @@ def main(argv=None) -> int:
         return args.error_status
 
 
+_CHUNK = 1 << 20
+
+
+def with_error(message: str, args=None) -> str:
+    """`message` saying it is an error, as every error line does: `FILE: error: ...` when it
+    starts with a file the command was given, else `miltext: error: ...`."""
+    first = message.split("\n", 1)[0]
+    if first.startswith("error: ") or ": error: " in first:
+        return message
+    own = re.match(r"(miltext[\w -]*): ", first)     # `miltext git-setup: ...`
+    if own:
+        return f"{own.group(1)}: error: {message[own.end():]}"
+    named = [v for v in vars(args).values() if isinstance(v, str) and v] if args is not None else []
+    for path in sorted(named, key=len, reverse=True):
+        if message.startswith(path + ": "):
+            return f"{path}: error: {message[len(path) + 2:]}"
+    return f"miltext: error: {message}"
+
+
 def write_stdout(text: str) -> None:
     """Text to stdout; a reader that stops early (`miltext print x | head`) is no error."""
     try:
-        sys.stdout.write(text)
+        for start in range(0, len(text), _CHUNK):  # encoded a piece at a time, not all at once
+            sys.stdout.write(text[start:start + _CHUNK])
         sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -1,44 +1,94 @@
 """Build MIL text into a model package (.mlpackage), a model (.mlmodel) or a serialized MIL
 Program (.pb, deterministic bytes), by the output's suffix.
 
-A model gets the text's model section, or, when the text has none, a description derived from
-the main function's inputs and outputs the way coremltools derives one. A package gets the
-weight files of the text's folder (`@model_path` is the folder of FILE), each blob checked
-against its type. Names that nothing defines, values left out as [...] and programs nested
-deeper than protobuf reads are errors; the output is written all at once or not at all.
+The text is verified first, as `miltext check` verifies it (weights/ beside the text
+included): any error is reported as file:line:col with the source line, and nothing is
+written; --no-verify builds it anyway. A model gets the text's model section, or, when the
+text has none, a description derived from the main function's inputs and outputs the way
+coremltools derives one. A package gets the weight files of the text's folder (`@model_path`
+is the folder of FILE), each blob checked against its type. The output is written all at once
+or not at all.
 """
+import os
+import sys
+
 from ..progress import Progress
+
+STAGES = {"reading": 4, "checking": 2, "inferring": 2, "writing": 2}   # shares of the bar
+NO_WEIGHTS = ""     # blob values not checked: the output does not carry weight files
 
 
 def add_arguments(p) -> None:
-    p.add_argument("file", help="the .mil text to build")
+    p.add_argument("file", help="the .mil text to build (- reads it from stdin)")
     p.add_argument("-o", "--output", required=True, help="the .mlpackage, .mlmodel or .pb to write")
+    add_no_verify(p)
+
+
+def add_no_verify(p) -> None:
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="write the model even when `miltext check` finds errors in it")
 
 
 def run(args) -> int:
     from ..errors import InputError
-    from ..model.io import MLMODEL, PACKAGE, PROGRAM, kind_of, read_model, write_model
+    from ..model.io import MLMODEL, PACKAGE, PROGRAM, kind_of
     kind = kind_of(args.output)
     if kind not in (PACKAGE, MLMODEL, PROGRAM):
         raise InputError(f"{args.output}: error: build writes a .mlpackage, a .mlmodel or a .pb "
                          "(for text, use `miltext print` or `miltext infer`)")
-    with Progress("build") as progress:
-        model = read_model(args.file, progress)
-        make_explicit(model, args.file)
-        write_model(model, args.output, progress, kind=kind)
+    if os.path.exists(args.output) and os.path.realpath(args.output) == os.path.realpath(args.file):
+        raise InputError(f"{args.output}: error: this is the file being built; write the output elsewhere")
+    return build(args.file, args.output, kind, args.verify, "build")
+
+
+def build(source: str, output: str, kind: str | None, verify: bool, label: str) -> int:
+    """Read, verify, make explicit and write: what build and pack do. 1 when verification
+    refuses the text (its diagnostics on stderr), else 0."""
+    from ..model.io import PACKAGE, display_name, kind_of, read_model, write_model
+    from .verify import diagnostics, refusal
+    refused, name = None, display_name(source)
+    with Progress(label, stages=STAGES) as progress:
+        model = read_model(source, progress)
+        if verify:
+            # blobs are checked against the weights a package gets; a .pb carries none
+            carried = (kind or kind_of(output)) == PACKAGE
+            found = diagnostics(model, name, None if carried else NO_WEIGHTS, progress)
+            refused = refusal(name, *found)
+        if refused is None:
+            make_explicit(model, source, progress)
+            progress.stage("writing")
+            write_model(model, output, progress, kind=kind)
+    if refused is not None:
+        sys.stderr.write(refused)
+        return 1
     return 0
 
 
-def make_explicit(model, path: str) -> None:
+def make_explicit(model, path: str, progress=None) -> None:
     """Text may leave out names, consts and output types (docs/syntax.md, "Hand-written
     programs"): write them in, before anything is built from the program."""
-    from ..errors import ProgramError
-    from ..infer import make_explicit as explicit
-    from ..model.io import TEXT, kind_of, located
-    from ..errors import InputError
+    from ..errors import InputError, ProgramError
+    from ..infer import complete, infer
+    from ..model.io import TEXT, display_name, kind_of, located
+    from ..progress import Silent
     if kind_of(path) not in (TEXT, None):
         return
+    progress = progress or Silent()
+    program = model.program
     try:
-        explicit(model.program)
+        complete(program)
+        progress.stage("inferring", total=_untyped_ops(program))
+        infer(program, report=lambda op, family: progress.advance(1))
     except ProgramError as e:
-        raise InputError(located(path, e.loc, e.message)) from None
+        raise InputError(located(display_name(path), e.loc, e.message)) from None
+
+
+def _untyped_ops(program) -> int:
+    """How many ops have an output the text gives no type: the work inference has to do."""
+    count, blocks = 0, [b for fn in program.functions.values() for b in fn.blocks.values()]
+    while blocks:
+        block = blocks.pop()
+        for op in block.operations:
+            count += any(v.type is None for v in op.outputs)
+            blocks.extend(op.blocks)
+    return count

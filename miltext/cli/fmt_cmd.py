@@ -2,9 +2,10 @@
 
 FILE is a .mil file, a folder (its .mil files, recursively) or - (stdin to stdout); Apple's
 model.mil dialect stays in its dialect. A file is rewritten all at once (a temporary file, then
-a rename). A file that does not parse is left as it is and reported as file:line:col; so is a
-file with comments, which the canonical form has no place for, unless --drop-comments. Exit
-status: 0 when nothing would change or all was rewritten, 1 with --check when some file would
+a rename). Comments, blank lines between groups of ops, shorthand and literals written as numbers are the
+author's and stay (docs/syntax.md §10). A file that does not parse is left as it is and reported
+as file:line:col; so is one whose formatted text would not read back to the same program with
+the same comments (checked before anything is written). Exit status: 0 when nothing would change or all was rewritten, 1 with --check when some file would
 change, 2 on any error (a file that could not be read, parsed, formatted or written).
 """
 import difflib
@@ -20,30 +21,35 @@ def add_arguments(p) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help=".mil files, folders of them, or -")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
     p.add_argument("--diff", action="store_true", help="write nothing; show what would change as a unified diff")
-    p.add_argument("--drop-comments", action="store_true", help="format files with comments too (losing them)")
+    p.add_argument("--drop-comments", action="store_true", help="delete the comments as well")
 
 
 def run(args) -> int:
+    from ..progress import Progress
+    with Progress("fmt") as progress:
+        return _format(args, progress)
+
+
+def _format(args, progress) -> int:
     from ..errors import ParseError, ProgramError
     from ..files import write_atomic
-    from ..model.text import canonical_text, has_comments
     from ..errors import InputError
+    from ..source.formatter import UnsafeFormat, format_source
     counts = {"changed": 0, "unchanged": 0, "failed": 0}
-    for path in mil_files(args.files, counts):
+    for path in progress.each(mil_files(args.files, counts)):
         try:
             text = _read(path)
-            formatted = canonical_text(text, path)
+            formatted = format_source(text, path, keep_comments=not args.drop_comments)
         except ParseError as e:
             print(e.render_all(), file=sys.stderr)
             counts["failed"] += 1
             continue
-        except (InputError, ProgramError, OSError, UnicodeDecodeError) as e:
-            print(f"{path}: error: {_reason(e)}", file=sys.stderr)
+        except UnsafeFormat as e:
+            print(f"{path}: error: {e}; the file is as it was", file=sys.stderr)
             counts["failed"] += 1
             continue
-        if formatted != text and has_comments(text) and not args.drop_comments:
-            print(f"{path}: error: not formatted: it has comments, which the canonical form drops "
-                  "(--drop-comments formats it anyway)", file=sys.stderr)
+        except (InputError, ProgramError, OSError, UnicodeDecodeError) as e:
+            print(f"{path}: error: {_reason(e)}", file=sys.stderr)
             counts["failed"] += 1
             continue
         if path == "-" and not (args.check or args.diff):

@@ -3,8 +3,11 @@
 Sets up a diff driver `miltext` whose textconv is `miltext textconv` (with cachetextconv, so git
 converts each file version once), and marks files for it in .gitattributes: *.mlmodel (so the
 model.mlmodel inside a .mlpackage too), *.pb, and weight.bin (which shows as its blobs and their
-digests, so a changed weight shows). Without --global: the current repository's config and its
-top-level .gitattributes; with --global: your global config and global attributes file.
+digests, so a changed weight shows). With --structural, the driver's command is also `miltext
+diff --git-external`: `git diff` then shows models as `miltext diff` compares them, by structure
+(`git diff --no-ext-diff`, and `git log -p` without --ext-diff, still show the text). Without
+--global: the current repository's config and its top-level .gitattributes; with --global: your
+global config and global attributes file.
 """
 import os
 import shlex
@@ -19,17 +22,23 @@ COMMENT = "# miltext: Core ML models and MIL programs as MIL text in git diff (m
 def add_arguments(p) -> None:
     p.add_argument("--global", dest="global_", action="store_true",
                    help="set up git for every repository of yours, not just this one")
+    p.add_argument("--structural", action="store_true",
+                   help="also make `miltext diff` git's external diff for models: git diff then "
+                        "aligns ops by structure, renames on one line, changed weights in numbers")
 
 
 def run(args) -> int:
     scope = ["--global"] if args.global_ else []
     attributes = _global_attributes() if args.global_ else os.path.join(_top_level(), ".gitattributes")
-    command = f"{shlex.quote(sys.executable)} -m miltext.cli textconv"
-    _git("config", *scope, f"diff.{DRIVER}.textconv", command)
+    command = f"{shlex.quote(sys.executable)} -m miltext.cli"
+    _git("config", *scope, f"diff.{DRIVER}.textconv", f"{command} textconv")
     _git("config", *scope, f"diff.{DRIVER}.cachetextconv", "true")
+    if args.structural:
+        _git("config", *scope, f"diff.{DRIVER}.command", f"{command} diff --git-external")
     added = add_attributes(attributes)
     where = "your global git config" if args.global_ else "this repository's git config"
-    print(f"miltext: diff driver '{DRIVER}' set in {where}; "
+    kind = "structural " if args.structural else ""
+    print(f"miltext: {kind}diff driver '{DRIVER}' set in {where}; "
           f"{'added ' + ', '.join(added) + ' to' if added else 'already in'} {attributes}")
     return 0
 

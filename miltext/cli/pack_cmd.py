@@ -1,19 +1,20 @@
 """Build an unpacked model back: DIR/model.mil and DIR/weights/ into a .mlpackage.
 
-The inverse of `miltext unpack`. Without a model section in model.mil, the model gets a
+The inverse of `miltext unpack`. model.mil is verified first, as `miltext build` verifies a
+text (--no-verify builds it anyway). Without a model section in model.mil, the model gets a
 description derived from the main function, as `miltext build` does. The package is written
 into a temporary folder and renamed into place, so a failure leaves nothing half-written.
 """
-from ..progress import Progress
+from .build_cmd import add_no_verify
 
 
 def add_arguments(p) -> None:
     p.add_argument("dir", help="a folder holding model.mil and weights/ (or a .mil file)")
     p.add_argument("-o", "--output", required=True, help="the .mlpackage to write")
+    add_no_verify(p)
 
 
 def run(args) -> int:
-    from ..model.folder import pack
-    with Progress("pack") as progress:
-        pack(args.dir, args.output, progress)
-    return 0
+    from ..model.folder import mil_source
+    from .build_cmd import build
+    return build(mil_source(args.dir), args.output, None, args.verify, "pack")

@@ -5,9 +5,8 @@ git runs it once per file version, often on a temporary copy with nothing beside
 shows no digests beside blob references (the weight file's own text shows them), and it never
 fails: a file it cannot read becomes one line saying so, with the file's size and digest.
 """
-import hashlib
-
 from . import write_stdout
+from ..model.text import textconv_text
 
 
 def add_arguments(p) -> None:
@@ -15,21 +14,5 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    try:
-        from ..model.text import file_text
-        text = file_text(args.file)
-    except Exception as e:  # git shows whatever this prints; a failure must not break `git diff`
-        text = fallback(args.file, e)
-    write_stdout(text)
+    write_stdout(textconv_text(args.file))
     return 0
-
-
-def fallback(path: str, error: Exception) -> str:
-    reason = str(error).split("\n")[0].replace(path, "").lstrip(": ") or type(error).__name__
-    text = f"# miltext: not shown as MIL text ({reason})\n"
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return text
-    return text + f"# {len(data)} bytes, sha256:{hashlib.sha256(data).hexdigest()[:16]}\n"

@@ -8,7 +8,7 @@ own inference when it is installed (`coremltools_rules`, imported only then).
 from __future__ import annotations
 
 from .complete import complete, fill_names, materialize_literals
-from .engine import InferenceError, infer, inferred_types
+from .engine import InferenceError, infer, walk
 
 
 def make_explicit(program, *, use_coremltools: bool = True) -> None:
@@ -22,7 +22,7 @@ __all__ = [
     "complete",
     "fill_names",
     "infer",
-    "inferred_types",
     "make_explicit",
     "materialize_literals",
+    "walk",
 ]

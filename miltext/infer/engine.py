@@ -6,7 +6,8 @@ import importlib.util
 
 from . import registry
 from .errors import InferenceError, Unsupported
-from .operands import Operands, Scope, value_array
+from .operands import Operands, Scope
+from .symbols import concrete, symbolic
 
 COREMLTOOLS = "coremltools"     # the family reported for an op coremltools inferred
 
@@ -17,16 +18,24 @@ def infer(program, *, use_coremltools: bool = True, report=None) -> None:
     nothing can infer."""
     def visit(op, operands):
         if all(v.type is not None for v in op.outputs):
-            return
+            return _declared_only(op, operands)
         types, family = _infer_op(op, operands, use_coremltools)
         if len(types) != len(op.outputs):
             raise InferenceError.at(op.loc, f"{op.type} has {len(types)} output(s), "
                                             f"the text names {len(op.outputs)}")
         for var, t in zip(op.outputs, types):
             if var.type is None:
-                var.type = t
+                var.type = concrete(t)
         if report is not None:
             report(op, family)
+        return types
+    _walk(program, visit)
+
+
+def walk(program, visit) -> None:
+    """Calls `visit(op, operands)` for every op in program order, nested blocks first. What it
+    returns (a list of types, or None) stands for the outputs the text leaves untyped, for the
+    ops after it; nothing is changed (`check` walks this way)."""
     _walk(program, visit)
 
 
@@ -36,15 +45,37 @@ def inferred_types(program):
     found = []
 
     def visit(op, operands):
-        found_rule = registry.native(op.type)
-        if found_rule is None:
-            return
-        try:
-            found.append((op, found_rule[1](operands)))
-        except (Unsupported, InferenceError):
-            pass
+        types = _native(op, operands)
+        if types is not None:
+            found.append((op, [concrete(t) for t in types]))
+        return types
     _walk(program, visit)
     return found
+
+
+def _native(op, operands):
+    """The native rule's (symbolic) output types, or None when no rule covers the op."""
+    found_rule = registry.native(op.type)
+    if found_rule is None:
+        return None
+    try:
+        return found_rule[1](operands)
+    except (Unsupported, InferenceError):
+        operands.output_values = None
+        return None
+
+
+def _declared_only(op, operands):
+    """For an op the text types in full: the native rule's types all the same, so that their
+    unknown sizes and the values the rule knows carry on to the ops after (where the declared
+    types say more, they win: see `symbolic`)."""
+    if op.type == "const":
+        return None
+    types = _native(op, operands)
+    if types is not None and len(types) != len(op.outputs):
+        operands.output_values = None
+        return None
+    return types
 
 
 def _infer_op(op, operands, use_coremltools: bool):
@@ -69,7 +100,7 @@ def _walk(program, visit) -> None:
         for key, block in fn.blocks.items():
             scope = Scope()
             for var in fn.inputs:
-                scope.types[var.name] = var.type
+                scope.types[var.name] = symbolic(var.type)
             _block(block, key, scope, visit)
 
 
@@ -79,18 +110,19 @@ def _block(block, opset, scope, visit) -> None:
         for inner in op.blocks:
             child = Scope(scope)
             for var in inner.inputs:
-                child.types[var.name] = var.type
+                child.types[var.name] = symbolic(var.type)
             _block(inner, opset, child, visit)
             operands.block_outputs.append([child.type(name) for name in inner.outputs])
-        visit(op, operands)
-        for var in op.outputs:
-            scope.types[var.name] = var.type
+        found = visit(op, operands)
+        for i, var in enumerate(op.outputs):
+            scope.types[var.name] = symbolic(found[i], var.type) if found and i < len(found) \
+                else symbolic(var.type)
         if op.type == "const" and len(op.outputs) == 1 and "val" in op.attributes:
             scope.consts.add(op.outputs[0].name)
-            value = value_array(op.attributes["val"])
-            if value is not None:
-                scope.values[op.outputs[0].name] = value
-        elif operands.output_values is not None:
+            scope.values[op.outputs[0].name] = op.attributes["val"]   # read as numpy when asked
+        elif op.type.startswith("constexpr_"):    # compile-time constants too, for coremltools
+            scope.consts.update(var.name for var in op.outputs)
+        if op.type != "const" and operands.output_values is not None:
             for var, value in zip(op.outputs, operands.output_values):
                 if value is not None:
                     scope.values[var.name] = value

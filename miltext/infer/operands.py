@@ -7,6 +7,7 @@ import numpy as np
 from .. import ops as op_table
 from ..ir import TensorType, Value
 from .errors import InferenceError, Unsupported
+from .symbols import Sym, fully_known
 
 
 class Scope:
@@ -15,7 +16,7 @@ class Scope:
     def __init__(self, parent: Scope | None = None):
         self.parent = parent
         self.types: dict = {}
-        self.values: dict = {}      # name -> numpy array, for vars whose value is known
+        self.values: dict = {}      # name -> numpy array (or a const's Value, read when asked)
         self.consts: set = set()    # names of const ops' outputs (their values may be in a file)
 
     def _scope_of(self, name: str, table: str):
@@ -24,6 +25,10 @@ class Scope:
         while s is not None and name not in getattr(s, table):
             s = s.parent
         return s
+
+    def owner(self, name: str):
+        """The scope that defines `name` for this one (it or an enclosing one), or None."""
+        return self._scope_of(name, "types")
 
     def type(self, name: str):
         s = self._scope_of(name, "types")
@@ -34,7 +39,12 @@ class Scope:
 
     def value(self, name: str):
         s = self._scope_of(name, "values")
-        return None if s is None else s.values[name]
+        if s is None:
+            return None
+        found = s.values[name]
+        if isinstance(found, Value):
+            found = s.values[name] = value_array(found)
+        return found
 
 
 def value_array(value: Value):
@@ -50,7 +60,7 @@ class Operands:
         self.op, self.opset, self.scope = op, opset, scope
         self.block_outputs: list = []     # the output types of each nested block, in order
         self.output_values = None         # values of the outputs, when inference knows them
-        self._params = {p["name"]: p for p in (op_table.variant(op.type, opset) or {}).get("inputs", ())}
+        self._params = op_table.params(op.type, opset)
 
     def kind(self, key: str) -> str | None:
         """The op table's kind of input `key`: "tensor", "tuple", "list", ..."""
@@ -78,7 +88,7 @@ class Operands:
         return found[0]
 
     def tensor(self, key: str) -> TensorType:
-        """Input `key` as a tensor of known rank; Unsupported otherwise."""
+        """Input `key` as a tensor of known rank (its unknown dims Syms); Unsupported otherwise."""
         t = self.type(key)
         if not isinstance(t, TensorType) or t.rank is not None:
             raise Unsupported(f"input {key!r} is not a tensor of known rank")
@@ -109,12 +119,25 @@ class Operands:
     def scalar(self, key: str, *, default=...):
         """Input `key` as one Python number, bool or str (a list for a longer value)."""
         v = self.value(key, required=default is ...)
+        if v is not None and not fully_known(v):
+            if default is ...:
+                raise Unsupported(f"input {key!r} is only known at run time")
+            v = None
         if v is None:
             return default
         v = np.asarray(v)
         return v.item() if v.size == 1 else v.tolist()
 
     def ints(self, key: str, *, default=...) -> list | None:
+        """Input `key` as a list of ints (axes, strides, ...); Unsupported when some are only
+        known at run time."""
+        found = self.sizes(key, default=default)
+        if found is not None and not all(type(i) is int for i in found):
+            raise Unsupported(f"input {key!r} is only known at run time")
+        return found
+
+    def sizes(self, key: str, *, default=...) -> list | None:
+        """Input `key` as a list of sizes: ints, or Syms for those only known at run time."""
         v = self.value(key, required=default is ...)
         if v is None:
             return None if default is None else list(default)
@@ -123,4 +146,11 @@ class Operands:
             raise InferenceError(f"input {key!r} must hold integers, not {values.tolist()}")
         if values.dtype.kind not in "iubfO":
             raise InferenceError(f"input {key!r} must hold integers")
-        return [None if i is None else int(i) for i in values]
+        return [i if isinstance(i, Sym) else int(i) for i in values]
+
+    def known_ints(self, key: str) -> list | None:
+        """Input `key` as a list of ints when every one is known (coremltools' `.val`), else None."""
+        v = self.value(key, required=False) if self.has(key) else None
+        if not fully_known(v):
+            return None
+        return self.ints(key)

@@ -1,8 +1,10 @@
-"""Shape arithmetic shared by the rules. A dim is an int or None (unknown size)."""
+"""Shape arithmetic shared by the rules. A dim is an int, or a Sym or None (an unknown size:
+a Sym is one the program has seen before, None a new one)."""
 from __future__ import annotations
 
 from ..ir import TensorType
 from .errors import InferenceError
+from .symbols import Sym, known
 
 
 def tensor(dtype: str, shape) -> TensorType:
@@ -26,10 +28,14 @@ def _broadcast_dim(a, b, shapes):
         return a
     if a == 1:
         return b
-    if a is None:
+    if known(b) and b > 1:
+        if known(a):
+            raise InferenceError(f"shapes {' and '.join(map(shape_text, shapes))} do not broadcast")
         return b
-    if b is None:
+    if known(a) and a > 1:
         return a
+    if not known(a) or not known(b):
+        return None     # two unknown sizes (or one and 0): a new unknown
     raise InferenceError(f"shapes {' and '.join(map(shape_text, shapes))} do not broadcast")
 
 
@@ -41,9 +47,22 @@ def axis(i: int, rank: int) -> int:
 
 
 def shape_text(shape) -> str:
-    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+    return "(" + ", ".join(str(d) if known(d) else "?" for d in shape) + ")"
 
 
 def add_dims(*dims):
     """The sum of dims, unknown when any is."""
-    return None if any(d is None for d in dims) else sum(dims)
+    return sum(dims) if all(known(d) for d in dims) else None
+
+
+def product(dims):
+    """The product of dims as (int factor, sorted Sym keys), or None when a dim is a new unknown."""
+    factor, syms = 1, []
+    for d in dims:
+        if known(d):
+            factor *= int(d)
+        elif isinstance(d, Sym):
+            syms.append(d)
+        else:
+            return None
+    return factor, syms

@@ -3,9 +3,9 @@ from .program import Block, Function, Operation, Program, Var
 from .types import (MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType,
                     TupleType, UnknownType, ValueType)
 from .values import (DEFAULT_WEIGHT_FILE, Blob, DictData, Elided, EmptyImmediate, ListData,
-                     TensorData, TupleData, Value)
+                     TensorData, TupleData, Value, WeightRef)
 
 __all__ = ["Block", "Function", "Operation", "Program", "Var", "MISSING", "UNSET_DIM", "VARIADIC",
            "DictType", "ListType", "StateType", "TensorType", "TupleType", "UnknownType",
            "ValueType", "DEFAULT_WEIGHT_FILE", "Blob", "DictData", "Elided", "EmptyImmediate",
-           "ListData", "TensorData", "TupleData", "Value"]
+           "ListData", "TensorData", "TupleData", "Value", "WeightRef"]

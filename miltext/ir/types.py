@@ -30,16 +30,41 @@ VARIADIC = _Sentinel("VARIADIC")    # Dimension.unknown with variadic = true
 UNSET_DIM = _Sentinel("UNSET_DIM")  # a Dimension message with neither case set
 MISSING = _Sentinel("MISSING")      # ListType.length not set at all
 
+class _NoAttributes(dict):
+    """The attributes of a type that has none. One shared, read-only empty mapping: a big
+    program has a type per var and per value, and an empty dict each would cost megabytes."""
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a type made without attributes shares this empty mapping: "
+                        "give the type a dict of its own to add attributes")
+
+    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _refuse
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return "NO_ATTRIBUTES"
+
+
+NO_ATTRIBUTES = _NoAttributes()
+
 # A dimension: an int (constant size), None (unknown size), VARIADIC or UNSET_DIM.
 Dim = Union[int, None, _Sentinel]
 
 
 @dataclass(eq=True, slots=True)
 class TensorType:
+    """A tensor's type. Types are values: the readers share one instance between every var
+    and value of the same type, so a type is never changed in place (make a new one)."""
     dtype: str                       # a dtypes name: "fp32", "int4", ...
     shape: tuple = ()                # Dims, outermost first; () for a scalar
     rank: int | None = None          # None: len(shape); set only when the proto says otherwise
-    attributes: dict[str, "Value"] = field(default_factory=dict)
+    attributes: dict[str, "Value"] = field(default_factory=lambda: NO_ATTRIBUTES)
 
     def __post_init__(self):
         self.shape = tuple(self.shape)

@@ -3,15 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from .. import dtypes, packing
+from ..lazy import LazyTable, numpy as np
 from .types import TensorType, ValueType
 
 # numpy element type of each numeric TensorValue field (strings are a list, bytes are bytes).
-FIELD_NUMPY = {"floats": np.dtype(np.float32), "doubles": np.dtype(np.float64),
-               "ints": np.dtype(np.int32), "longInts": np.dtype(np.int64),
-               "bools": np.dtype(np.bool_)}
+_FIELD_TYPES = {"floats": "float32", "doubles": "float64", "ints": "int32", "longInts": "int64", "bools": "bool"}
+FIELD_NUMPY = LazyTable(_FIELD_TYPES, lambda field: np.dtype(_FIELD_TYPES[field]))
 FIELDS = ("floats", "ints", "bools", "strings", "longInts", "doubles", "bytes")
 
 DEFAULT_WEIGHT_FILE = "@model_path/weights/weight.bin"
@@ -71,6 +69,21 @@ class Blob:
 
 
 @dataclass(eq=True, slots=True)
+class WeightRef:
+    """A tensor in a `.npy` or `.safetensors` file, written in MIL text as the value of a const
+    (`npy("w.npy")`, `safetensors("model.safetensors", "layers.0.wq")`). It is source, not
+    MIL.proto: building the program writes the tensor into the weight file and puts a `Blob` in
+    its place (miltext.model.weight_refs). `path` is relative to the text's folder; `source_dtype`
+    is the file's dtype when the text casts it (`from=fp32`), else None."""
+    format: str                   # "npy" or "safetensors"
+    path: str
+    tensor: str | None = None     # the tensor's name in a safetensors file
+    source_dtype: str | None = None
+    loc: tuple | None = field(default=None, compare=False)   # (line, column) of the path in the text
+    tensor_loc: tuple | None = field(default=None, compare=False)   # and of the tensor name
+
+
+@dataclass(eq=True, slots=True)
 class EmptyImmediate:
     """An ImmediateValue message with no case set."""
 
@@ -83,12 +96,14 @@ class Elided:
 @dataclass(eq=True, slots=True)
 class Value:
     type: ValueType | None
-    data: object = None      # TensorData | TupleData | ListData | DictData | Blob | EmptyImmediate | Elided | None
+    data: object = None      # TensorData | TupleData | ListData | DictData | Blob | EmptyImmediate | Elided | WeightRef | None
     doc: str = ""
 
     @classmethod
     def tensor(cls, values, dtype: str | None = None) -> "Value":
         """A tensor value from array-like data, stored the way coremltools stores it."""
+        if isinstance(values, str) and dtype in (None, "string"):   # as below, without numpy
+            return cls(TensorType("string", ()), TensorData("strings", [values]))
         if isinstance(values, str) or (isinstance(values, (list, tuple)) and _all_strings(values)):
             array = np.array(values, dtype=object)
             dtype = dtype or "string"

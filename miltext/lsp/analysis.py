@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 import miltext
 
-from ..model.text import has_comments, model_text
 from . import checking
 from .actions import suggestion_in
 from .document import Reading
@@ -76,7 +75,8 @@ class Analysis:
                         [(self._range(n.line, n.column), n.message) for n in d.notes if n.line is not None],
                         d.suggestion or suggestion_in(d.message))
                 for d in self.diagnostics(complete)]
-        return out
+        said = set()  # a model section's mistake is both a parse error here and check's finding
+        return [f for f in out if (f.range, f.message) not in said and not said.add((f.range, f.message))]
 
     def diagnostics(self, complete: bool = False) -> list:
         if self.program is None:
@@ -88,7 +88,8 @@ class Analysis:
                 found = checking.incremental(before.index, self.index,
                                              before._diagnostics, self.weights)
             if found is None:
-                found, self.complete = checking.full(self.program, self.source.text, self.weights), True
+                found, self.complete = checking.full(self.program, self.source.text, self.weights,
+                                                   self.reading.section), True
             self._diagnostics = self._without_echoes(found)
             self._previous = None  # what it was worked out from is not needed any more
         return self._diagnostics
@@ -186,12 +187,12 @@ class Analysis:
         return self._inferred.get(id(v))
 
     def formatted(self) -> str:
-        """What `miltext fmt` writes (model.mil stays model.mil), or CannotFormat saying why not."""
+        """What `miltext fmt` writes (comments kept; model.mil stays model.mil), or CannotFormat
+        saying why not."""
         if self.program is None or self.reading.errors:
             raise CannotFormat("the text does not parse")
-        if has_comments(self.source.text):
-            raise CannotFormat("the text has comments, and the canonical printer drops them")
+        from ..source.formatter import format_source
         try:
-            return miltext.dumps(self.program, "modelmil") if self.modelmil else model_text(self.model)
-        except ValueError as e:  # what the printer cannot write (ProgramError)
+            return format_source(self.source.text)
+        except ValueError as e:  # what the printer cannot write, or would not be the same program
             raise CannotFormat(str(e)) from None

@@ -22,8 +22,9 @@ from .document import changed_lines
 MOST_AFFECTED = 300
 
 
-def full(program, text: str, weights: str | None = None) -> list:
-    return miltext.check(program, source=text, weights=weights)
+def full(program, text: str, weights: str | None = None, section=None) -> list:
+    """check's findings on the whole program, the model section (when the text has one) too."""
+    return miltext.check(program, source=text, weights=weights, section=section)
 
 
 def incremental(before_index, index, diagnostics: list, weights: str | None = None) -> list | None:

@@ -17,7 +17,12 @@ from ..ir import Program
 
 class Model:
     """A program and the Model message around it. A model read from a file keeps its program
-    serialized until something asks for `program`: printing it needs no object model."""
+    serialized until something asks for `program`: printing it needs no object model.
+    A model read from text keeps that text and its model section as the parser read it
+    (`text`, `section`), so that `check` can place what it finds there."""
+
+    text: str | None = None     # the MIL text it was parsed from
+    section = None              # the model section (miltext.model.syntax.Section) of that text
 
     def __init__(self, program: Program | None = None, spec=None, folder: str | None = None,
                  source: str | None = None, *, program_proto: bytes | None = None):

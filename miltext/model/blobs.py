@@ -6,9 +6,9 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..ir import DEFAULT_WEIGHT_FILE, Blob, DictData, ListData, StateType, TensorType, TupleData
+from ..ir import Blob, StateType, TensorType
+from ..text.blob_layout import values
 from ..errors import InputError
-from ..text import lexemes
 from .weights import WeightFileError, WeightReader
 
 MODEL_PATH = "@model_path/"
@@ -27,45 +27,8 @@ class Reference:
 
 
 def references(program) -> list[Reference]:
-    """Every blob value of the program, in program order."""
-    found: list = []
-    _attributes(program.attributes, None, found)
-    for fn in program.functions.values():
-        _attributes(fn.attributes, fn.loc, found)
-        for block in fn.blocks.values():
-            _block(block, found)
-    return found
-
-
-def _block(block, found: list) -> None:
-    _attributes(block.attributes, block.loc, found)
-    for op in block.operations:
-        for bindings in op.inputs.values():
-            for b in bindings:
-                if b is not None and not isinstance(b, str):
-                    _value(b, op.loc, found)
-        _attributes(op.attributes, op.loc, found)
-        for inner in op.blocks:
-            _block(inner, found)
-
-
-def _attributes(attrs: dict, loc, found: list) -> None:
-    for value in attrs.values():
-        _value(value, loc, found)
-
-
-def _value(value, loc, found: list) -> None:
-    data = value.data
-    if isinstance(data, Blob):
-        found.append(Reference(data, value.type, loc, value))
-    elif isinstance(data, (ListData, TupleData)):
-        for v in data.values:
-            _value(v, loc, found)
-    elif isinstance(data, DictData):
-        for pair in data.items:
-            for v in pair:
-                if v is not None:
-                    _value(v, loc, found)
+    """Every blob value of the program, in the order its canonical text writes them."""
+    return [Reference(v.data, v.type, loc, v) for v, loc in values(program) if isinstance(v.data, Blob)]
 
 
 def blob_path(folder: str, file_name: str) -> str:
@@ -151,22 +114,26 @@ class Weights:
         return e
 
 
-# `blob(64)` or `blob("@model_path/weights/other.bin", 64)` as the printer writes a blob value.
-_BLOB_TEXT = re.compile(r'\(blob\((?:("(?:[^"\\\n]|\\.)*"), )?([0-9]+)\)\)')
+# A blob value as the printer writes it: `blob`, `blob(64)`, `blob("@model_path/weights/o.bin")`
+# or `blob("@model_path/weights/o.bin", 64)`.
+_BLOB_TEXT = re.compile(r'\(blob(?:\((?:"(?:[^"\\\n]|\\.)*")?(?:, )?[0-9]*\))?\)')
 
 
-def with_digests(text: str, weights: Weights) -> str:
-    """`text` with `# sha256:1a2b3c4d` after each line that refers to blobs, one digest per
-    blob, so that a changed weight shows as a changed line."""
+def with_digests(text: str, weights: Weights, program) -> str:
+    """`text` (the canonical text of `program`) with `# sha256:1a2b3c4d` after each line that
+    refers to blobs, one digest per blob, so that a changed weight shows as a changed line. The
+    text may leave offsets out (blob_layout), so the blobs are taken from the program, in the
+    order the text writes them."""
+    blobs = [v.data for v, _ in values(program) if isinstance(v.data, Blob)]
     lines = text.split("\n")
+    at = 0
     for i, line in enumerate(lines):
-        if "(blob(" not in line:
+        if "(blob" not in line:
             continue
-        digests = []
-        for m in _BLOB_TEXT.finditer(line):
-            file_name = lexemes.unquote(m.group(1)) if m.group(1) else DEFAULT_WEIGHT_FILE
-            digests.append("sha256:" + weights.digest(Blob(int(m.group(2)), file_name)))
-        if digests:
+        found = len(_BLOB_TEXT.findall(line))
+        if found:
+            digests = ["sha256:" + weights.digest(b) for b in blobs[at:at + found]]
+            at += found
             lines[i] = f"{line}  # {' '.join(digests)}"
     return "\n".join(lines)
 
@@ -194,3 +161,32 @@ def weights_present(program, folder: str | None) -> bool:
     if refs and folder is None:
         return False
     return all(os.path.isfile(blob_path(folder, f)) for f in {r.blob.file for r in refs})
+
+
+def replace_const(path: str, name: str, values) -> None:
+    """Give the const op `name` of the model at `path` (a `.mil` file with its weights folder,
+    or an `.mlpackage`) new values of its dtype and shape, in its weight file, in place."""
+    from .io import read_model
+    from .weights import replace_blob
+    model = read_model(path)
+    for op in _ops(model.program):
+        label = op.attributes.get("name")
+        val = op.attributes.get("val")
+        if op.type == "const" and label is not None and label.data is not None and \
+                list(getattr(label.data, "values", [])) == [name] and val is not None:
+            if not isinstance(val.data, Blob):
+                raise ValueError(f"{path}: const {name!r} is not in a weight file")
+            replace_blob(blob_path(model.folder, val.data.file), val.data.offset, values)
+            return
+    raise KeyError(f"{path}: no const named {name!r}")
+
+
+def _ops(program):
+    def block_ops(block):
+        for op in block.operations:
+            yield op
+            for inner in op.blocks:
+                yield from block_ops(inner)
+    for fn in program.functions.values():
+        for block in fn.blocks.values():
+            yield from block_ops(block)

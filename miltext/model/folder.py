@@ -41,10 +41,15 @@ def unpack(path: str, folder: str, progress=None) -> None:
 
 
 def pack(folder: str, path: str, progress=None) -> None:
+    write_model(read_model(mil_source(folder), progress), path, progress)
+
+
+def mil_source(folder: str) -> str:
+    """The text an unpacked model is built from: `folder`/model.mil (or `folder`, a .mil file)."""
     source = os.path.join(folder, MIL_FILE) if os.path.isdir(folder) else folder
     if not os.path.isfile(source):
         raise InputError(f"{folder}: no {MIL_FILE} in it (make one with `miltext unpack MODEL {folder}`)")
-    write_model(read_model(source, progress), path, progress)
+    return source
 
 
 def _check_replaceable(folder: str) -> None:

@@ -15,6 +15,7 @@ from .blobs import references
 from .derive import DescriptionError
 from .mlmodel import model_to_bytes, read_mlmodel
 from .package import is_package, read_package, write_package
+from .weight_refs import WeightRefError
 from .text import model_text, read_text_model
 
 PACKAGE, MLMODEL, PROGRAM, TEXT = "package", "mlmodel", "program", "text"
@@ -29,11 +30,19 @@ def kind_of(path: str) -> str | None:
     return _SUFFIXES.get(os.path.splitext(path.rstrip("/\\"))[1].lower())
 
 
+STDIN = "-"           # the path that means standard input
+STDIN_NAME = "<stdin>"  # what messages call it
+TEXT_RATE = 4e6       # bytes of MIL text read per second, roughly: what the progress bar expects
+
+
 def read_model(path: str, progress=None) -> Model:
     progress = progress or Silent()
-    progress.advance(0, f"reading {os.path.basename(path.rstrip('/'))}")
     kind = kind_of(path)
-    if kind == PACKAGE:
+    progress.stage("reading", seconds=_text_size(path, kind) / TEXT_RATE)
+    progress.advance(0, f"reading {os.path.basename(path.rstrip('/'))}")
+    if path == STDIN:
+        model = _read_stdin()
+    elif kind == PACKAGE:
         model = read_package(path)
     elif kind == MLMODEL:
         model = read_mlmodel(path)
@@ -43,6 +52,36 @@ def read_model(path: str, progress=None) -> Model:
         model = read_text_model(program_file(path))   # text or a program .pb, by suffix or content
     model.source = path
     return model
+
+
+def display_name(path: str) -> str:
+    """What messages call the file `path` names."""
+    return STDIN_NAME if path == STDIN else path
+
+
+def _text_size(path: str, kind) -> int:
+    """The size of the text `path` holds (0 when it is not text, or not a plain file)."""
+    if kind in (PACKAGE, MLMODEL, PROGRAM) or path == STDIN:
+        return 0
+    try:
+        return os.path.getsize(program_file(path))
+    except (OSError, InputError):
+        return 0
+
+
+def _read_stdin() -> Model:
+    """MIL text on stdin (or a serialized program, when it is not UTF-8); `@model_path` is the
+    current folder."""
+    import sys
+    from .text import parse_model
+    data = sys.stdin.buffer.read()
+    folder = os.getcwd()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        check_program_bytes(STDIN_NAME, data)
+        return Model(folder=folder, program_proto=data)
+    return parse_model(text, STDIN_NAME, folder)
 
 
 def _read_program_proto(path: str) -> Model:
@@ -71,7 +110,7 @@ def write_model(model: Model, path: str, progress=None, kind: str | None = None)
             write_atomic(path, model_text(model).encode("utf-8"))
         else:
             raise InputError(f"{path}: write a .mlpackage, .mlmodel, .pb or .mil file")
-    except (ProgramError, DescriptionError) as e:
+    except (ProgramError, DescriptionError, WeightRefError) as e:
         raise InputError(located(source, e.loc, e.message)) from None
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 
 from ..files import atomic_folder, open_regular, read_regular
 from ..errors import InputError
 from . import Model
 from .blobs import UnsafePathError, Weights, files_to_copy, join_inside
+from . import weight_refs
 from .mlmodel import model_to_bytes, read_mlmodel
+from .weights import WeightWriter
 
 MANIFEST = "Manifest.json"
 DATA = "Data"
@@ -30,6 +31,7 @@ WEIGHTS_ITEM = f"{AUTHOR}/weights"
 DESCRIPTIONS = {MODEL_ITEM: "CoreML Model Specification", WEIGHTS_ITEM: "CoreML Model Weights"}
 CHUNK = 1 << 24
 MAX_MANIFEST = 1 << 20  # a real manifest is a few hundred bytes
+DEFAULT_WEIGHTS = os.path.join("weights", "weight.bin")   # @model_path/weights/weight.bin
 
 
 def is_package(path: str) -> bool:
@@ -77,12 +79,16 @@ def read_package(path: str) -> Model:
 def write_package(model: Model, path: str, progress) -> None:
     """Write `model` as a package at `path`, with the weight files of `model.folder`, each blob
     checked against its type first."""
-    data = model_to_bytes(model)
+    # npy(...) and safetensors(...) values: their tensors go after the blobs of weight.bin
+    plan = weight_refs.plan(model.program, model.folder, model.folder and os.path.join(model.folder, DEFAULT_WEIGHTS))
+    with plan.applied():
+        data = model_to_bytes(model)
     with Weights(model.folder, model.source) as weights:
         weights.check_all(model.program)
     files = files_to_copy(model.program, model.folder) if model.folder else []
+    base = DEFAULT_WEIGHTS if DEFAULT_WEIGHTS in files else None
     sizes = {f: os.path.getsize(os.path.join(model.folder, f)) for f in files}
-    progress.total = len(data) + sum(sizes.values())
+    progress.total = len(data) + sum(sizes.values()) + plan.size
     ids = _identifiers(path)
     with atomic_folder(path) as tmp:
         content = os.path.join(tmp, DATA, AUTHOR)
@@ -91,9 +97,16 @@ def write_package(model: Model, path: str, progress) -> None:
             f.write(data)
         progress.advance(len(data), "model.mlmodel")
         for name in files:
+            if plan and name == base:
+                continue   # written below, with the referenced tensors after its blobs
             target = os.path.join(content, name)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             copy_file(os.path.join(model.folder, name), target, progress)
+        if plan:
+            os.makedirs(os.path.join(content, "weights"), exist_ok=True)
+            with WeightWriter(os.path.join(content, DEFAULT_WEIGHTS),
+                              base=base and os.path.join(model.folder, base)) as writer:
+                plan.write(writer, progress)
         items = [MODEL_ITEM] + ([WEIGHTS_ITEM] if os.path.isdir(os.path.join(content, "weights")) else [])
         entries = {ids.get(item) or _identifier(item): {"author": AUTHOR, "description": DESCRIPTIONS[item],
                                                         "name": item.split("/")[-1], "path": item}
@@ -124,4 +137,5 @@ def _identifiers(path: str) -> dict:
 
 
 def _identifier(item: str) -> str:
+    import uuid   # here, not at the top: textconv's start-up (see miltext.lazy)
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"miltext:{item}"))

@@ -16,7 +16,7 @@ not know ride along as `unknownFields=` bytes, so the text always gives back the
 """
 from __future__ import annotations
 
-import numpy as np
+from ..lazy import numpy as np
 
 from ..dtypes import by_name
 from ..errors import ParseError
@@ -50,7 +50,8 @@ class SectionError(ValueError):
 
 def section_text(spec) -> str:
     """The model section for `spec` (a Model message; its mlProgram is not looked at)."""
-    args = {"specificationVersion": _int_value(spec.specificationVersion)}
+    version = spec.specificationVersion   # its text when it is a bare int32: no numpy (see miltext.lazy)
+    args = {"specificationVersion": str(version) if -2**31 <= version < 2**31 else _int_value(version)}
     desc = spec.description
     for key in DESCRIPTION_STRINGS:
         if getattr(desc, key):
@@ -80,9 +81,10 @@ def feature_text(kind: str, feature, indent: str) -> str:
 
 
 def call_text(name: str, args: dict, indent: str) -> str:
-    """`name(k=v, ...)`, one argument per line (aligned) when one line would be too long."""
+    """`name(k=v, ...)`, one argument per line (aligned) when one line would be too long; a
+    value is a Value or its text."""
     head = name + "("
-    parts = [f"{lexemes.name(k)}={value_text(v)}" for k, v in args.items()]
+    parts = [f"{lexemes.name(k)}={v if isinstance(v, str) else value_text(v)}" for k, v in args.items()]
     one_line = head + ", ".join(parts) + ")"
     if len(indent) + len(one_line) <= WIDTH or len(parts) < 2:
         return one_line

@@ -3,48 +3,45 @@
 from __future__ import annotations
 
 import os
-import re
 
-from ..sources import program_file, read_program
+from ..sources import program_file, read_source
 from . import Model
 from .section import SectionError, located_error, section_text, spec_from_section
 
 
-def model_text(model: Model, weights=None) -> str:
+def model_text(model: Model, weights=None, program: str | None = None) -> str:
     """The canonical text of a model; with `weights` (a blobs.Weights), a digest beside each
-    blob reference."""
-    program = model.program_text()
+    blob reference; with `program`, that text for the program (an author's, miltext.source)."""
+    program = model.program_text() if program is None else program
     text = program if model.spec is None else section_text(model.spec) + ("\n" + program if program else "")
     if weights is not None:
         from .blobs import with_digests
-        text = with_digests(text, weights)
+        text = with_digests(text, weights, model.program)
     return text
 
 
 def read_text_model(path: str) -> Model:
     """A .mil file (or a .pb, which has no model section) as a Model."""
-    section, program = read_program(path, with_model=True)
+    (section, program), text = read_source(path, with_model=True)
     folder = os.path.dirname(os.path.abspath(program_file(path)))   # a .mlmodelc's model.mil is inside it
-    if section is None:
-        return Model(program, None, folder)
+    return _model(section, program, text, path, folder)
+
+
+def _model(section, program, text: str | None, filename, folder) -> Model:
     try:
-        spec = spec_from_section(section, program)
+        spec = None if section is None else spec_from_section(section, program)
     except SectionError as e:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            raise located_error(e, path, f.read()) from None
-    return Model(program, spec, folder)
+        raise located_error(e, filename, text or "") from None
+    model = Model(program, spec, folder)
+    model.text, model.section = text, section
+    return model
 
 
 def parse_model(text: str, filename: str | None = None, folder: str | None = None) -> Model:
     """MIL text, with or without a model section, as a Model."""
     from ..text.parser import parse
     section, program = parse(text, filename, with_model=True)
-    if section is None:
-        return Model(program, None, folder)
-    try:
-        return Model(program, spec_from_section(section, program), folder)
-    except SectionError as e:
-        raise located_error(e, filename, text) from None
+    return _model(section, program, text, filename, folder)
 
 
 def file_text(path: str, weight_digests: bool | None = False, progress=None) -> str:
@@ -65,19 +62,22 @@ def file_text(path: str, weight_digests: bool | None = False, progress=None) -> 
         return model_text(model, weights)
 
 
-# A `#` outside strings: a comment, which the canonical form has no place for.
-_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|(#)')
+def textconv_text(path: str) -> str:
+    """What `miltext textconv` shows of `path` (see cli/textconv_cmd): its text, or, since git
+    shows whatever textconv prints, a line saying why not, with the file's size and digest."""
+    try:
+        return file_text(path)
+    except Exception as e:  # git shows whatever this prints; a failure must not break `git diff`
+        return _unreadable(path, e)
 
 
-def has_comments(text: str) -> bool:
-    return any(m.group(1) for m in _COMMENT.finditer(text))
-
-
-def canonical_text(text: str, filename: str | None = None) -> str:
-    """What `miltext fmt` makes of MIL text: its canonical form, model section included; Apple's
-    model.mil dialect stays in its dialect."""
-    from ..text.modelmil_words import looks_like_modelmil
-    if looks_like_modelmil(text):
-        from .. import dumps, loads
-        return dumps(loads(text, filename), "modelmil")
-    return model_text(parse_model(text, filename))
+def _unreadable(path: str, error: Exception) -> str:
+    import hashlib   # here: git runs textconv once per file, so start-up counts
+    reason = str(error).split("\n")[0].replace(path, "").lstrip(": ") or type(error).__name__
+    text = f"# miltext: not shown as MIL text ({reason})\n"
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return text
+    return text + f"# {len(data)} bytes, sha256:{hashlib.sha256(data).hexdigest()[:16]}\n"

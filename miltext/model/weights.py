@@ -10,12 +10,11 @@ next record starts at the next multiple of 64, and the file ends with the last b
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 from dataclasses import dataclass
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, packing
 from ..files import atomic_file, open_regular
@@ -26,6 +25,8 @@ SENTINEL = 0xDEADBEEF
 VERSION = 2
 _HEADER = struct.Struct("<II56x")           # count, version, reserved
 _RECORD = struct.Struct("<IIQQQ32x")        # sentinel, dtype, size, data offset, padding bits, reserved
+HEADER_SIZE = _HEADER.size                  # where the first blob's record is
+RECORD_SIZE = _RECORD.size
 
 # MILBlob's BlobDataType codes (not MIL.proto's DataType codes).
 BLOB_CODES = {"fp16": 1, "fp32": 2, "uint8": 3, "int8": 4, "bf16": 5, "int16": 6, "uint16": 7,
@@ -37,7 +38,12 @@ _CHUNK = 1 << 24   # bytes read at a time from large blobs
 
 
 class WeightFileError(InputError):
-    """A weight file, or a blob in it, that is not what blob storage v2 says it must be."""
+    """A weight file, or a blob in it, that is not what blob storage v2 says it must be.
+    `reason` is the message without the file's path (the checker names the file itself)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 @dataclass(frozen=True)
@@ -67,10 +73,15 @@ class WeightReader:
         self._file = open_regular(self.path, "weight file")
         try:
             self.file_size = os.fstat(self._file.fileno()).st_size
-            header = self._read(0, _HEADER.size, "the header")
-            self.count, version = _HEADER.unpack(header)
+            if self.file_size < _HEADER.size:
+                raise WeightFileError(f"{self.path} is not a weight file (blob storage version {VERSION}): "
+                                      f"it has {self.file_size} bytes, less than a header",
+                                      f"{self.name} is not a weight file (blob storage version {VERSION})")
+            self.count, version = _HEADER.unpack(self._read(0, _HEADER.size, "the header"))
             if version != VERSION:
-                raise self.error(f"weight file version {version}; only version {VERSION} is known")
+                raise WeightFileError(f"{self.path} is not a weight file: weight file version {version}; only "
+                                      f"version {VERSION} is known",
+                                      f"{self.name} is not a weight file (blob storage version {VERSION})")
         except BaseException:
             self._file.close()
             raise
@@ -84,8 +95,12 @@ class WeightReader:
     def close(self) -> None:
         self._file.close()
 
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
     def error(self, message: str) -> WeightFileError:
-        return WeightFileError(f"{self.path}: {message}")
+        return WeightFileError(f"{self.path}: {message}", message)
 
     def _read(self, offset: int, size: int, what: str) -> bytes:
         if offset + size > self.file_size:
@@ -96,12 +111,13 @@ class WeightReader:
 
     def info(self, offset: int) -> BlobInfo:
         """The checked metadata record at `offset`."""
-        if offset < _HEADER.size or offset >= self.file_size:
-            where = "inside the header" if offset < _HEADER.size else f"past the end ({self.file_size} bytes)"
-            raise self.error(f"blob offset {offset} is {where}")
+        if offset < _HEADER.size:
+            raise self.error(f"offset {offset} is inside the header of {self.name}")
+        if offset + _RECORD.size > self.file_size:
+            raise self.error(f"offset {offset} is past the end of {self.name} ({self.file_size} bytes)")
         sentinel, code, size, data_offset, padding = _RECORD.unpack(self._read(offset, _RECORD.size, f"blob {offset}"))
         if sentinel != SENTINEL:
-            raise self.error(f"no blob at offset {offset}: bad sentinel 0x{sentinel:08x} "
+            raise self.error(f"no blob starts at offset {offset} of {self.name}: bad sentinel 0x{sentinel:08x} "
                              f"(a record starts with 0x{SENTINEL:08X})")
         name = _DTYPE_OF_CODE.get(code)
         if name is None:
@@ -145,6 +161,7 @@ class WeightReader:
     def digest(self, offset: int) -> str:
         """A short sha256 of the blob's data: enough to see in a diff that it changed."""
         info = self.info(offset)
+        import hashlib   # here, not at the top: textconv's start-up (see miltext.lazy)
         h = hashlib.sha256()
         at, end = info.data_offset, info.data_offset + info.size
         while at < end:
@@ -169,12 +186,24 @@ class WeightWriter:
     """Writes a weight file blob by blob; the file appears (atomically) when the writer closes
     without an error."""
 
-    def __init__(self, path):
+    def __init__(self, path, base=None):
+        """`base`: a weight file whose blobs the new one starts with, at the same offsets."""
         self._context = atomic_file(path)
         self._file = self._context.__enter__()
-        self._file.write(bytes(_HEADER.size))
-        self._end = _HEADER.size
-        self.count = 0
+        try:
+            if base is None:
+                self._file.write(bytes(_HEADER.size))
+                self._end, self.count = _HEADER.size, 0
+            else:
+                with WeightReader(base) as reader:
+                    self.count = reader.count
+                    reader._file.seek(0)
+                    while chunk := reader._file.read(_CHUNK):
+                        self._file.write(chunk)
+                self._end = self._file.tell()
+        except BaseException as e:
+            self._context.__exit__(type(e), e, e.__traceback__)
+            raise
 
     def __enter__(self):
         return self
@@ -196,11 +225,23 @@ class WeightWriter:
 
     def add_packed(self, dtype: str, raw: bytes, padding_bits: int = 0) -> int:
         """Append already packed data; returns its offset."""
+        return self.add_stream(dtype, len(raw), padding_bits, [raw])
+
+    def add_stream(self, dtype: str, size: int, padding_bits: int, chunks, progress=None) -> int:
+        """Append a blob of `size` bytes of packed data given piece by piece (`chunks`), so
+        that no more than a piece is ever in memory; returns its offset."""
         offset = align(self._end)
         self._file.write(bytes(offset - self._end))
-        self._file.write(_RECORD.pack(SENTINEL, BLOB_CODES[dtype], len(raw), offset + _RECORD.size, padding_bits))
-        self._file.write(raw)
-        self._end = offset + _RECORD.size + len(raw)
+        self._file.write(_RECORD.pack(SENTINEL, BLOB_CODES[dtype], size, offset + _RECORD.size, padding_bits))
+        written = 0
+        for chunk in chunks:
+            self._file.write(chunk)
+            written += len(chunk)
+            if progress is not None:
+                progress.advance(len(chunk), "weights")
+        if written != size:
+            raise ValueError(f"a {dtype} blob of {size} bytes was given {written}")
+        self._end = offset + _RECORD.size + size
         self.count += 1
         return offset
 
@@ -229,11 +270,13 @@ def is_weight_file(path: str) -> bool:
 
 
 def describe(path) -> str:
-    """A weight file as text, one line per blob with its dtype, size and digest."""
+    """A weight file as text, one line per blob in file order with its dtype, size and digest.
+    No offsets: each follows from the blobs before it, and a blob inserted or removed then
+    changes its own line only (the digests match those `print --weight-digests` shows)."""
     with WeightReader(path) as reader:
         lines = [f"# weight file: {reader.count} blobs, {reader.file_size} bytes (blob storage v{VERSION})"]
         for info in reader.blobs():
-            lines.append(f"blob({info.offset}): {info.count} x {info.dtype}, {info.size} bytes, "
+            lines.append(f"blob: {info.count} x {info.dtype}, {info.size} bytes, "
                          f"sha256:{reader.digest(info.offset)}")
     return "\n".join(lines) + "\n"
 

@@ -211,11 +211,13 @@ static int map_cmp(const void *pa, const void *pb) {
     return (a->n < b->n) - (a->n > b->n);
 }
 
-/* A map<string, message> field from an exact dict with exact str keys. */
+/* A map<string, message> field from an exact dict with exact str keys (or any empty dict,
+   such as the shared read-only one of a type without attributes). */
 static int map_field(Enc *e, uint32_t field, PyObject *dict, EncFn fn) {
-    if (!PyDict_CheckExact(dict)) return -1;
+    if (!PyDict_Check(dict)) return -1;
     Py_ssize_t n = PyDict_GET_SIZE(dict);
     if (n == 0) return 0;
+    if (!PyDict_CheckExact(dict)) return -1;
     MapEnt stack[MAP_STACK];
     MapEnt *ents = stack;
     if (n > MAP_STACK) {

@@ -1,7 +1,7 @@
 """MIL proto → object model. Every field and every set/unset distinction is kept."""
 from __future__ import annotations
 
-import numpy as np
+from ..lazy import LazyTable, numpy as np
 from google.protobuf.message import DecodeError
 
 from .. import dtypes
@@ -12,7 +12,8 @@ from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType,
 from ..bulk import bulk
 from . import schema
 
-_FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
+_FIXED_TYPES = {"floats": "<f4", "doubles": "<f8"}
+_FIXED_WIDTH = LazyTable(_FIXED_TYPES, lambda field: np.dtype(_FIXED_TYPES[field]))
 
 
 def program_from_proto(data) -> Program:
@@ -77,7 +78,8 @@ def value_map(entries) -> dict:
     return {k: value(v) for k, v in entries.items()} if entries else {}
 
 
-# Real programs repeat a handful of tensor types thousands of times: read each kind once.
+# Real programs repeat a handful of tensor types thousands of times: read each kind once, and
+# share the instance (types are never changed in place).
 _TENSOR_TYPES: dict = {}
 
 
@@ -88,14 +90,14 @@ def value_type(msg):
         key = t.SerializeToString()
         known = _TENSOR_TYPES.get(key)
         if known is not None:
-            return TensorType(*known)
+            return known
         shape = tuple(dimension(d) for d in t.dimensions)
         rank = None if t.rank == len(shape) else t.rank
         dtype = dtypes.by_code(t.dataType).name
         if t.attributes:
             return TensorType(dtype, shape, rank, value_map(t.attributes))
-        _TENSOR_TYPES[key] = (dtype, shape, rank)
-        return TensorType(dtype, shape, rank)
+        _TENSOR_TYPES[key] = known = TensorType(dtype, shape, rank)
+        return known
     if case == "listType":
         t = msg.listType
         return ListType(value_type(t.type) if t.HasField("type") else None,

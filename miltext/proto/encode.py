@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ProgramError
-from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
+from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate, WeightRef,
                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
                   UnknownType, Value)
 from ..bulk import bulk
@@ -200,6 +200,11 @@ def value(v: Value, msg, where=None) -> None:
     if isinstance(data, Elided):
         raise ProgramError.at(getattr(where, "loc", None),
                               "a value here was left out as [...]; write the value to build the program")
+    if isinstance(data, WeightRef):
+        raise ProgramError.at(data.loc or getattr(where, "loc", None),
+                              f"a weight in {data.path} is read when a package is built; build a .mlpackage "
+                              "(miltext build FILE -o X.mlpackage) or resolve it first "
+                              "(miltext.model.weight_refs.resolve)")
     imm = msg.immediateValue
     if isinstance(data, TensorData):
         tensor(data, imm.tensor)  # which sets imm

@@ -128,6 +128,8 @@ typedef struct {
 
 #define ORDER_SLOTS 1024
 
+#define LAYOUT_FILES 16
+
 typedef struct {
     jmp_buf jb;
     int nomem;
@@ -139,6 +141,12 @@ typedef struct {
     OrderSet *oset;          /* ORDER_SLOTS entries, in perm */
     size_t nosets;
     int force_slow;          /* tests: take the bignum path for every float */
+    /* blob_layout.Layout: each weight file's next offset (more files: the Python path) */
+    const uint8_t *lay_file[LAYOUT_FILES];
+    size_t lay_file_len[LAYOUT_FILES];
+    uint64_t lay_next[LAYOUT_FILES];
+    int lay_known[LAYOUT_FILES];
+    int nlay;
 } Ctx;
 
 static void NORETURN fail(Ctx *c) { longjmp(c->jb, 1); }
@@ -1746,6 +1754,17 @@ static void put_packed_b64(Ctx *c, const DType *dt, const Value *v, const Elems 
     put_b64(c, buf, e->n * (size_t)width);
 }
 
+/* printer._empty_nesting: the product of the sizes before the first zero, capped. */
+static uint64_t empty_nesting(const Type *t) {
+    uint64_t total = 1;
+    for (size_t i = 0; i + 1 < t->ndims; i++) {
+        if (t->dims[i].size == 0) break;
+        total *= t->dims[i].size;
+        if (total > g_inline_limit) break;
+    }
+    return total;
+}
+
 /* printer._tensor_literal; `t` is the shape's type (NULL: no shape). 0 for None. */
 static int tensor_literal(Ctx *c, const DType *dt, const Value *v, Count count, const Type *t,
                           int allow_b64) {
@@ -1770,7 +1789,16 @@ static int tensor_literal(Ctx *c, const DType *dt, const Value *v, Count count, 
             put_scalar(c, dt, &e, 0);
         } else {
             if (t->ndims > MAX_NEST_DIMS) FAIL(c);
-            put_nested(c, dt, &e, t->dims, t->ndims, 0, n);
+            if (n == 0 && empty_nesting(t) > g_inline_limit) {
+                /* printer._empty_nesting: (10**9, 0) would nest a billion `[]`s */
+                if (!allow_b64) {
+                    release(c, m);
+                    return 0;
+                }
+                PUTS(c, "[]");
+            } else {
+                put_nested(c, dt, &e, t->dims, t->ndims, 0, n);
+            }
         }
     } else if (allow_b64) {
         put_flat(c, dt, &e, 0, n);
@@ -1976,11 +2004,53 @@ static void put_side(Ctx *c, const Value *v, const Type *ctx) {
         value_text(c, v, ctx);
 }
 
+/* blob_layout.Layout.implied: whether the blob is where the weight file's layout puts it (the
+ * first blob of a file at 64, each next one 64-aligned after the one before and its data);
+ * advances the file's next offset */
+static int blob_implied(Ctx *c, const Type *t, const Value *v) {
+    int i = 0;
+    while (i < c->nlay && !(c->lay_file_len[i] == v->file.n &&
+                            (v->file.n == 0 || memcmp(c->lay_file[i], v->file.p, v->file.n) == 0))) i++;
+    if (i == c->nlay) {
+        if (c->nlay == LAYOUT_FILES) FAIL(c);
+        c->lay_file[i] = v->file.p;
+        c->lay_file_len[i] = v->file.n;
+        c->lay_next[i] = 64;
+        c->lay_known[i] = 1;
+        c->nlay++;
+    }
+    int implied = c->lay_known[i] && c->lay_next[i] == v->offset;
+    if (t && t->kind == TY_STATE) t = t->a;
+    c->lay_known[i] = 0;
+    if (t && t->kind == TY_TENSOR && t->dt->bits > 0) {
+        Count count = element_count(t);
+        uint64_t bits = (uint64_t)t->dt->bits;
+        if (count.known && count.n <= (UINT64_MAX - 7) / bits) {
+            uint64_t size = (count.n * bits + 7) / 8;
+            if (v->offset <= UINT64_MAX - 64 - 63 - size) {
+                c->lay_next[i] = (v->offset + 64 + size + 63) / 64 * 64;
+                c->lay_known[i] = 1;
+            }
+        }
+    }
+    return implied;
+}
+
 /* printer.data_text; 0 for None */
 static int data_text(Ctx *c, const Type *t, const Value *v) {
     if (v->dk == D_BLOB) {
+        int other_file = !(v->file.n == g_weight_file_len && memcmp(v->file.p, g_weight_file, g_weight_file_len) == 0);
+        if (blob_implied(c, t, v)) {
+            PUTS(c, "blob");
+            if (other_file) {
+                putch(c, '(');
+                put_quoted(c, v->file);
+                putch(c, ')');
+            }
+            return 1;
+        }
         PUTS(c, "blob(");
-        if (!(v->file.n == g_weight_file_len && memcmp(v->file.p, g_weight_file, g_weight_file_len) == 0)) {
+        if (other_file) {
             put_quoted(c, v->file);
             PUTS(c, ", ");
         }

@@ -3,15 +3,16 @@ grammar/mil.lark: one method per rule (or alias), no parse tree in between."""
 from __future__ import annotations
 
 import re
+from sys import intern  # a var name is used many times and mostly equals its op's name: hold it once
 
 from lark import Token, Transformer
 
 from .. import dtypes
 from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
-                  Program, StateType, TensorType, TupleType, UnknownType, Value, Var)
+                  Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
 from ..ir.types import MISSING
 from ..model.syntax import Call, Feature, Section
-from . import lexemes
+from . import blob_layout, lexemes
 from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
                        NumLit, Ref, default_value, prepared, storage_escape, string_value,
                        typed_value)
@@ -73,6 +74,14 @@ class _Symbol(str):
     pos = None
 
 
+def _unknown_in_print(lit) -> bool:
+    """Whether coremltools' print shows a value it did not know: one known only by symbols,
+    such as (s0, s1, 2) or [2*is0, 3], or coremltools 4's (file_value) for a value in a file."""
+    if isinstance(lit, _Symbol) or isinstance(lit, _Item) and lit.kind == "dim":
+        return True
+    return isinstance(lit, (list, tuple)) and any(_unknown_in_print(x) for x in lit)
+
+
 class _Item:
     """A type-only item of a parenthesized list: ?, *, _, ..., a dtype, dict, rank=N."""
     __slots__ = ("kind", "value")
@@ -86,6 +95,11 @@ class _Data:
 
     def __init__(self, item, doc: str):
         self.item, self.doc = item, doc
+
+
+class _ImpliedBlob(Blob):
+    """`blob` without an offset, until the whole program is read and the layout gives it one."""
+    __slots__ = ("pos",)
 
 
 class _BlockNode:
@@ -112,7 +126,8 @@ class _Builder(Transformer):
         self.raw_strings = raw_strings
         self.current = None  # the token the lexer handed over last (a fallback place for errors)
         self.type_depth: dict = {}  # id(composite type) -> how deep it nests, during one parse
-        self.simple_types: dict = {}  # TENSOR_TYPE text -> (dtype, shape): types repeat
+        self.simple_types: dict = {}  # TENSOR_TYPE text -> its TensorType, shared: types repeat
+        self.implied_blobs = False    # a `blob` without its offset was read (blob_layout fills them in)
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
@@ -138,6 +153,7 @@ class _Builder(Transformer):
     # ---- program structure ----
     def start(self, items):
         program, model = Program(), None
+        implied, self.implied_blobs = self.implied_blobs, False
         for item in items:
             if isinstance(item, Section):
                 model = item
@@ -149,6 +165,11 @@ class _Builder(Transformer):
                 if name in program.functions:
                     self._fail(f"function {name!r} is defined twice", _pos(name))
                 program.functions[str(name)] = fn
+        if implied:
+            at = blob_layout.fill_in(program, _ImpliedBlob)
+            if at is not None:
+                self._fail("this blob's offset does not follow from the blob before it in its file, whose "
+                           "type has no static size; write the offset, blob(N)", at)
         return program if model is None else (model, program)
 
     # ---- the model section: plain items, which miltext.model.section gives a meaning ----
@@ -286,11 +307,16 @@ class _Builder(Transformer):
         tok = items[0]
         line, column = tok.line, tok.column
         ops = []
-        for text in tok.split("\n"):
+        start, end = 0, len(tok)
+        while start < end:  # line by line, without a list of every line of a big run
+            stop = tok.find("\n", start)
+            if stop < 0:
+                stop = end
+            text = tok[start:stop]
             stripped = text.strip()
             if stripped:
                 ops.append(self.simple_op(stripped, line, column + len(text) - len(text.lstrip())))
-            line, column = line + 1, 1
+            line, column, start = line + 1, 1, stop + 1
         return _Run(ops)
 
     def simple_op(self, text: str, line: int, column: int) -> Operation:
@@ -304,11 +330,11 @@ class _Builder(Transformer):
         for key, raw in _SIMPLE_ARG.findall(text, head.end(), len(text) - 1):
             first = raw[0]
             if first == "%":
-                target, payload = inputs, [raw[1:]]
+                target, payload = inputs, [intern(raw[1:])]
             else:
                 try:
                     if first == '"' or first == "[":  # the commonest literals, straight to values
-                        value = string_value(raw[1:-1]) if first == '"' else default_value(read_numbers(raw, None))
+                        value = string_value(intern(raw[1:-1])) if first == '"' else default_value(read_numbers(raw, None))
                         target, payload = (attributes, value) if key in ("name", "val") else (inputs, [value])
                     else:
                         kind, key, payload = self.argument([key, self._simple_value(raw, line, column)])
@@ -317,10 +343,10 @@ class _Builder(Transformer):
                     return self._simple_op_parts(text, line, column)
             if key in target:
                 return self._simple_op_parts(text, line, column)
-            target[key] = payload
+            target[intern(key)] = payload
         loc = (line, column)
         type_at = (line, column + head.start(2))
-        return Operation(op_type, inputs, [Var(out, self._simple_type(type_token, type_at), loc=loc)], [],
+        return Operation(intern(op_type), inputs, [Var(intern(out), self._simple_type(type_token, type_at), loc=loc)], [],
                          attributes, loc)
 
     def _simple_op_parts(self, text: str, line: int, column: int) -> Operation:
@@ -359,10 +385,13 @@ class _Builder(Transformer):
         if first == "(":
             if text[1] == "%":  # (%a, %b)
                 return _Bindings(Ref(name.strip()[1:]) for name in text[1:-1].split(","))
-            cut = text.index(")") + 1  # (64, 8, fp16)(blob(64))
-            offset = Token("SIGNED_INT", text[cut + 6:-2], line=line, column=column + cut + 6)
+            cut = text.index(")") + 1  # (64, 8, fp16)(blob(64)) or (64, 8, fp16)(blob)
+            if text.endswith("(blob)"):
+                data = self.implied_blob([None])
+            else:
+                data = self.blob([None, Token("SIGNED_INT", text[cut + 6:-2], line=line, column=column + cut + 6)])
             return self.simple_typed_value([Token("TENSOR_TYPE", text[:cut], line=line, column=column),
-                                            _Data(self.blob([None, offset]), "")])
+                                            _Data(data, "")])
         if first.isalpha():  # fp16(0.5), fp16([1.0, 2.0])
             cut = text.index("(")
             literal = self._simple_value(text[cut + 1:-1], line, column + cut + 1)
@@ -397,7 +426,9 @@ class _Builder(Transformer):
             key = self._key(key)
         if isinstance(v, Ref):
             return ("input", key, [str(v)])
-        if isinstance(v, _Bindings):
+        if self.raw_strings and _unknown_in_print(v):
+            v = ELIDED
+        elif isinstance(v, _Bindings):
             return ("input", key, [self._binding(x, key) for x in v])
         value = v if isinstance(v, Value) else self._value(v, _pos(key))
         if key in ("name", "val"):
@@ -463,6 +494,8 @@ class _Builder(Transformer):
     # ---- types ----
     def tensor_type(self, items):
         group, suffixes = items[0], items[1:]
+        if not group and "kind" in suffixes:  # coremltools 4's print of a type with no dtype name
+            return UnknownType()
         return self._with_suffixes(self._group_type(group), suffixes, getattr(group, "pos", None))
 
     def _with_suffixes(self, t, suffixes, pos):
@@ -476,7 +509,7 @@ class _Builder(Transformer):
         if attrs:
             if not isinstance(t, TensorType):
                 self._fail("only tensor types carry attributes", pos)
-            t.attributes = attrs
+            t = TensorType(t.dtype, t.shape, t.rank, attrs)  # a new one: t may be shared
         return StateType(t) if state else t
 
     def simple_tensor_type(self, items):
@@ -487,7 +520,7 @@ class _Builder(Transformer):
         part of a longer token."""
         known = self.simple_types.get(tok)
         if known is not None:
-            return TensorType(*known)
+            return known
         *dims, dtype = WHITESPACE.sub("", tok[1:-1]).split(",")
         if "-" in tok:
             offset = tok.index("-")
@@ -498,8 +531,8 @@ class _Builder(Transformer):
         sizes = [d for d in shape if type(d) is int]
         if sizes and max(sizes) > MAX_DIM:
             self._fail(f"a dimension must be below 2^64 ({max(sizes)})", _pos(tok) or at)
-        self.simple_types[str(tok)] = known = (dtypes.by_name(dtype).name, shape)
-        return TensorType(*known)
+        self.simple_types[str(tok)] = known = TensorType(dtypes.by_name(dtype).name, shape)
+        return known
 
     def simple_typed_value(self, items):
         tok, rest = items[0], items[1:]
@@ -708,6 +741,32 @@ class _Builder(Transformer):
             return prepared(Blob(offset))
         return prepared(Blob(offset, self._text(file_tok)))
 
+    def implied_blob(self, items):
+        (file_tok,) = items
+        self.implied_blobs = True
+        blob = _ImpliedBlob(None) if file_tok is None else _ImpliedBlob(None, self._text(file_tok))
+        blob.pos = _pos(file_tok) if file_tok is not None else None   # None: its op's place
+        return prepared(blob)
+
+    def npy_ref(self, items):
+        path, key, dtype = items
+        return prepared(WeightRef("npy", self._text(path), None, self._from(key, dtype, "npy"), loc=_pos(path)))
+
+    def safetensors_ref(self, items):
+        path, tensor, key, dtype = items
+        return prepared(WeightRef("safetensors", self._text(path), self._text(tensor),
+                                  self._from(key, dtype, "safetensors"), loc=_pos(path), tensor_loc=_pos(tensor)))
+
+    def _from(self, key, dtype, what: str) -> str | None:
+        """`from=DTYPE`: the dtype of the file's tensor, cast to the declared one."""
+        if key is None:
+            return None
+        if key.split("=")[0].strip() != "from":
+            self._fail(f"{what}(...) takes the file{', the tensor name' if what == 'safetensors' else ''} "
+                       f"and from=DTYPE (the file's dtype, cast to the declared one), not {key.split('=')[0].strip()}=",
+                       _pos(key))
+        return self._dtype(dtype)
+
     def storage(self, items):
         tok, payload = items
         try:
@@ -802,7 +861,7 @@ _SIMPLE_ARG = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=(%[A-Za-z0-9_.@/]+|'
                          r'\[[ \t0-9.eE+\-,\[\]naif]*\]' + _NEXT_ARG + '|'
                          r'"[^"\\\n]*"|'
                          r'\(%[^)]*\)|'                                     # (%a, %b)
-                         r'\([^()]*\)\(blob\([0-9]+\)\)|'                   # (64, 8, fp16)(blob(64))
+                         r'\([^()]*\)\(blob(?:\([0-9]+\))?\)|'            # (64, 8, fp16)(blob(64))
                          r'[a-z0-9]+\((?:\[[^=]*?\]|[^,()]*)\)' + _NEXT_ARG + '|'  # fp16([1.0, 2.0])
                          r'[^,]+)(?:,[ \t]*|$)')
 

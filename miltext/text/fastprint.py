@@ -34,7 +34,7 @@ def _configure() -> None:
     _fastprint.configure(
         table, sorted(lexemes.KEYWORDS), printer.INLINE_LIMIT, printer.DEFAULT_WEIGHT_FILE,
         dict(packing.CANONICAL_NAN_BITS),
-        {name: values.astype("<f4").tobytes() for name, values in packing.FP8_TABLES.items()},
+        {name: packing.fp8_table_bytes(name) for name in ("fp8e4m3fn", "fp8e5m2")},
         dict(dtypes.DEFAULT_FOR_KIND), lexemes.quote, printer.INDENT)
     _configured = True
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import packing
 from ..dtypes import DType

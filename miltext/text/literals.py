@@ -118,6 +118,8 @@ def _kind(scalars: list) -> str:
             kinds.add("float")
         elif t is str:
             kinds.add("string")
+        elif isinstance(s, str) and s.isidentifier():
+            raise LiteralError(f"{s} is a bare name: write %{s} for the var {s}, or \"{s}\" for a string")
         else:
             raise LiteralError(f"not a tensor element: {_shown(s)}")
     if not kinds:
@@ -254,9 +256,12 @@ def storage_data(field: str, lit) -> TensorData:
 _SCALAR_DTYPES = {str: "string", float: "fp32", bool: "bool"}
 
 
+STRING = TensorType("string")  # shared by every string scalar, such as each op's name
+
+
 def string_value(text: str) -> Value:
     """A string scalar, such as every op's name."""
-    return Value(TensorType("string"), TensorData("strings", [text]))
+    return Value(STRING, TensorData("strings", [text]))
 
 
 def default_value(lit) -> Value:
@@ -348,13 +353,7 @@ def in_context(lit, vtype) -> Value:
         return lit
     if vtype is None or isinstance(vtype, UnknownType):
         return default_value(lit)
-    return Value(_copy_type(vtype), interpret(vtype, lit))
-
-
-def _copy_type(t):
-    if isinstance(t, TensorType):
-        return TensorType(t.dtype, t.shape, t.rank, dict(t.attributes))
-    return t
+    return Value(vtype, interpret(vtype, lit))
 
 
 class _Prepared:

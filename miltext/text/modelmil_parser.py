@@ -25,7 +25,8 @@ from .literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
 from .messages import describe_expected
 from .modelmil_words import OPSET_OF_IOS, looks_like_modelmil
 from .builder import _Failure, _pos
-from .parser import _LocatedError, _cache_path, _lark_error, collect_errors, grammar_text, source_line
+from .grammars import cache_path, grammar_text
+from .parse_errors import LocatedError, collect_errors, lark_error, source_line
 
 # What parse_fragment reads: a whole op line, an op's call, a type, a typed value.
 FRAGMENTS = ("operation", "call", "type", "value")
@@ -59,7 +60,7 @@ class _Builder(Transformer):
 
     def __init__(self):
         super().__init__()
-        self.plain_types: dict = {}  # TENSOR_TYPE text -> (dtype, shape): real files repeat a few
+        self.plain_types: dict = {}  # TENSOR_TYPE text -> its TensorType: real files repeat a few
 
     # ---- program structure ----
     def start(self, items):
@@ -166,9 +167,9 @@ class _Builder(Transformer):
         known = self.plain_types.get(tok)
         if known is None:
             dtype, dims = _PLAIN_TYPE.match(tok).groups()
-            known = self.plain_types[str(tok)] = (dtype, tuple(
+            known = self.plain_types[str(tok)] = TensorType(dtype, tuple(
                 None if d == "?" else int(d) for d in _WHITESPACE.sub("", dims).split(",") if d))
-        return TensorType(*known)
+        return known  # shared: types are never changed in place
 
     def tensor_type(self, items):
         return TensorType(str(items[0]), tuple(items[1:]))
@@ -344,9 +345,10 @@ def _dims(shape: tuple) -> str:
 
 class _Parser:
     def __init__(self):
-        self.lark = Lark(grammar_text("modelmil.lark"), parser="lalr", lexer="contextual",
+        grammar = grammar_text("modelmil.lark")
+        self.lark = Lark(grammar, parser="lalr", lexer="contextual",
                          transformer=_Builder(), start=["start", *FRAGMENTS], maybe_placeholders=False,
-                         cache=_cache_path("modelmil"))
+                         cache=cache_path("modelmil", grammar))
         self.lock = threading.Lock()
 
 
@@ -360,13 +362,16 @@ def _parser() -> _Parser:
 
 
 # Tokens that start a type: a message says "a type", not each of them.
-_TYPE_START = frozenset(["TENSOR", "LIST", "TUPLE", "DICT", "STATE", "DTYPE"])
+_TYPE_START = frozenset(["TENSOR", "LIST", "TUPLE", "DICT", "STATE", "DTYPE", "TENSOR_TYPE"])
+_VALUE_START = frozenset(["SCALAR_VALUE", "SIGNED_INT", "FLOAT", "SPECIAL_FLOAT", "STRING", "TRUE", "FALSE"])
 
 
 def _describe(names) -> str:
     names = set(names)
     if names & _TYPE_START:
         names = (names - _TYPE_START) | {"MODELMIL_TYPE"}
+    if "NAME" in names and names & (_VALUE_START | {"MODELMIL_TYPE"}):
+        names = (names - {"NAME"}) | {"MODELMIL_REF"}  # a var where a value could be
     return describe_expected(names, _parser().lark)
 
 
@@ -377,11 +382,11 @@ def _parse_once(text: str, start: str = "start"):
             return parser.lark.parse(text, start=start)
     except _Failure as e:
         line, column = e.pos or (1, 1)
-        raise _LocatedError(line, column, e.message) from None
+        raise LocatedError(line, column, e.message) from None
     except UnexpectedInput as e:
-        raise _LocatedError(*_lark_error(e, text, _describe)) from None
+        raise lark_error(e, text, _describe) from None
     except RecursionError:
-        raise _LocatedError(1, 1, "the text is nested too deeply to parse") from None
+        raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
 
 
 def parse(text: str, filename: str | None = None) -> Program:
@@ -402,6 +407,6 @@ def parse_fragment(text: str, what: str, filename: str | None = None):
         raise ValueError(f"what is one of {', '.join(FRAGMENTS)}, not {what!r}")
     try:
         out = _parse_once(text, what)
-    except _LocatedError as e:
+    except LocatedError as e:
         raise ParseError(e.message, e.line, e.column, filename, source_line(text, e.line), None, text) from None
     return (out.type, out.inputs) if type(out) is _Call else out

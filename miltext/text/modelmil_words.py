@@ -13,10 +13,14 @@ IOS_OF_OPSET = {"CoreML5": "ios15", "CoreML6": "ios16", "CoreML7": "ios17", "Cor
                 "CoreML9": "ios26"}
 OPSET_OF_IOS = {ios: opset for opset, ios in IOS_OF_OPSET.items()}
 
-# `program(1.0)` writes a rank-0 type tensor<int32, []>, `program(1.3)` (iOS 18 models,
-# specification 9) writes int32. The proto's Program.version is 1 for both.
+# `program(1.0)` writes a rank-0 type tensor<int32, []>, `program(1.3)` writes int32. The proto's
+# Program.version is 1 for both.
 VERSION_1_0, VERSION_1_3 = "1.0", "1.3"
 _OPSETS_OF_1_3 = frozenset(["CoreML8", "CoreML9"])
+# The compiler that wrote a model.mil names itself in buildInfo's "coremlc-version". Real files
+# show 3500.32.1 writing program(1.0) for ios16 and ios17 functions, and 3520.5.1 and 3600.25.1
+# writing program(1.3) for a single ios17 function: from 3520 on, every file is 1.3.
+_ALWAYS_1_3_FROM = (3520,)
 
 # coremltools renames vars and ops that would spell one of these (its NameSanitizer), because
 # model.mil reads them as keywords; the other dtype names and `block` are keywords here too.
@@ -25,8 +29,10 @@ KEYWORDS = frozenset("""any bool program func tensor list dict tuple true false 
     d for d in dtypes.NAMES if d != "unused")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# model.mil starts `program(1.0)`; miltext's own header is `program(version=...)`.
-_HEADER = re.compile(r"\s*program\s*\(\s*[0-9]")
+# model.mil starts `program(1.0)`; miltext's own header is `program(version=...)` (a comment or a
+# line break may come between). A first word `program` that no parenthesis follows is model.mil
+# gone wrong (`program1.0)`, `program](1.3)`).
+_HEADER = re.compile(r"\s*program(?=\s*\(\s*[0-9]|[^\s(A-Za-z_])")
 
 
 def looks_like_modelmil(text: str) -> bool:
@@ -40,10 +46,43 @@ def is_name(text: str) -> bool:
 
 
 def text_version(program) -> str:
-    """The dialect version Apple's compiler writes for a program: 1.3 for models of
-    specification 9 (iOS 18) and later, which hold every program with an iOS 18 opset and
-    every multifunction program (coremltools saves those as specification 9)."""
+    """The dialect version Apple's compiler writes for a program. A program that a compiler of
+    3520 or later wrote (its buildInfo says so) is 1.3; otherwise 1.3 is for models of
+    specification 9 (iOS 18) and later, which hold every program with an iOS 18 opset and every
+    multifunction program (coremltools saves those as specification 9)."""
+    compiler = compiler_version(program)
+    if compiler is not None and compiler >= _ALWAYS_1_3_FROM:
+        return VERSION_1_3
     functions = program.functions.values()
     if len(program.functions) > 1 or any(fn.opset in _OPSETS_OF_1_3 for fn in functions):
         return VERSION_1_3
     return VERSION_1_0
+
+
+_COMPILER_VERSION = re.compile(r"[0-9]+(\.[0-9]+)*\Z")
+
+
+def compiler_version(program) -> tuple | None:
+    """The `coremlc-version` entry of the program's buildInfo as numbers (3500, 32, 1), or None
+    when there is none or it is not a dotted number."""
+    info = program.attributes.get("buildInfo")
+    items = getattr(getattr(info, "data", None), "items", None)
+    if not items:
+        return None
+    for key, value in items:
+        if _string(key) == "coremlc-version":
+            text = _string(value)
+            if text is not None and _COMPILER_VERSION.match(text):
+                return tuple(int(part) for part in text.split("."))
+            return None
+    return None
+
+
+def _string(value) -> str | None:
+    """The text of a rank-0 string value, else None."""
+    data = getattr(value, "data", None)
+    values = getattr(data, "values", None)
+    if getattr(data, "field", None) != "strings" or values is None or len(values) != 1:
+        return None
+    text = values[0]
+    return text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)

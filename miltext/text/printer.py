@@ -7,36 +7,49 @@ attributes by key), each value in the plainest form that reads back to the same 
 from __future__ import annotations
 
 import base64
+from contextvars import ContextVar
 
-import numpy as np
+from ..lazy import numpy as np
 
 from .. import dtypes, ops, packing
 from ..bulk import bulk
 from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
-                  UnknownType, Value)
+                  UnknownType, Value, WeightRef)
 from ..ir.values import DEFAULT_WEIGHT_FILE, decode_tensor
-from . import lexemes
+from . import blob_layout, lexemes
 
 INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, larger as b64
 INDENT = "  "
 _NO_CONTEXT = object()
 
+# How the op being printed writes its literals, when it is an author's (miltext.source.layout):
+# numbers past INLINE_LIMIT too, and nested lists that the layout may break into rows.
+AUTHORED = ContextVar("authored_literals", default=None)
 
-def print_program(program) -> str:
-    with bulk():
-        return _program_text(program)
+def print_program(program, notes=None) -> str:
+    """The canonical text; with `notes` (a miltext.source.trivia.Trivia), an author's text:
+    their comments and blank lines placed by the notes, their literals laid out by them."""
+    token = blob_layout.PRINTING.set(blob_layout.Layout())
+    try:
+        with bulk():
+            return _program_text(program, notes)
+    finally:
+        blob_layout.PRINTING.reset(token)
 
 
-def _program_text(program) -> str:
-    parts = []
+def _program_text(program, notes=None) -> str:
+    """One list of lines for the whole program, joined once: a big program's text is built
+    twice at most (its lines, then the text), not once more per function and newline."""
     header = _header(program)
-    if header:
-        parts.append(header)
-    names = sorted(program.functions, key=lambda n: (n != "main", n))
-    for name in names:
-        parts.append(function_text(name, program.functions[name]))
-    return "\n\n".join(parts) + ("\n" if parts else "")
+    lines = [header] if header else []
+    for name in sorted(program.functions, key=lambda n: (n != "main", n)):
+        if lines:
+            lines.append("")  # a blank line between parts
+        function_lines(name, program.functions[name], lines, notes)
+    if lines:
+        lines.append("")  # the final newline
+    return "\n".join(lines)
 
 
 def _header(program) -> str:
@@ -50,31 +63,44 @@ def _header(program) -> str:
 
 # ---- structure --------------------------------------------------------------------------------
 
-def function_text(name: str, fn) -> str:
-    head = lexemes.name(name) + (f"[{lexemes.name(fn.opset)}]" if fn.opset else "") + "("
-    sep = ",\n" + " " * len(head)
-    lines = [head + sep.join(var_decl(v) for v in fn.inputs) + ")" + attributes_text(fn.attributes) + " {"]
-    counter = [0]
-    keys = sorted(fn.blocks, key=lambda k: (k != fn.opset, k))
-    for key in keys:
-        block_lines(fn.blocks[key], INDENT, None if key == fn.opset else key, counter, lines)
-    lines.append("}")
+def function_text(name: str, fn, notes=None) -> str:
+    lines = []
+    function_lines(name, fn, lines, notes)
     return "\n".join(lines)
 
 
-def block_lines(block, indent: str, key, counter: list, lines: list) -> None:
+def function_lines(name: str, fn, lines: list, notes=None) -> None:
+    head = lexemes.name(name) + (f"[{lexemes.name(fn.opset)}]" if fn.opset else "") + "("
+    sep = ",\n" + " " * len(head)
+    if notes is None:
+        head += sep.join(var_decl(v) for v in fn.inputs)
+    else:
+        head += notes.inputs(fn, [var_decl(v) for v in fn.inputs], " " * len(head))
+    head += ")" + attributes_text(fn.attributes) + " {"
+    if notes is not None:
+        head = notes.opening(fn, "", lines, head)
+    lines.append(head)
+    counter = [0]
+    keys = sorted(fn.blocks, key=lambda k: (k != fn.opset, k))
+    for key in keys:
+        block_lines(fn.blocks[key], INDENT, None if key == fn.opset else key, counter, lines, notes)
+    lines.append("}" if notes is None else notes.closing(fn, "", lines, "}"))
+
+
+def block_lines(block, indent: str, key, counter: list, lines: list, notes=None) -> None:
     label = f"block{counter[0]}"
     counter[0] += 1
     spec = f"[{lexemes.name(key)}]" if key is not None else ""
     inputs = ", ".join(var_decl(v) for v in block.inputs)
-    lines.append(f"{indent}{label}{spec}({inputs}){attributes_text(block.attributes)} {{")
+    head = f"{indent}{label}{spec}({inputs}){attributes_text(block.attributes)} {{"
+    lines.append(head if notes is None else notes.opening(block, indent, lines, head))
     inner = indent + INDENT
     for op in block.operations:
-        lines.append(inner + op_text(op))
+        lines.append(inner + op_text(op) if notes is None else notes.op_line(op, inner, lines))
         for nested in op.blocks:
-            block_lines(nested, inner + INDENT, None, counter, lines)
-    outputs = ", ".join(lexemes.var(o) for o in block.outputs)
-    lines.append(f"{indent}}} -> ({outputs})")
+            block_lines(nested, inner + INDENT, None, counter, lines, notes)
+    end = f"{indent}}} -> ({', '.join(lexemes.var(o) for o in block.outputs)})"
+    lines.append(end if notes is None else notes.closing(block, indent, lines, end))
 
 
 def var_decl(v) -> str:
@@ -84,6 +110,13 @@ def var_decl(v) -> str:
 
 
 def op_text(op) -> str:
+    head, _, args, tail = op_parts(op)
+    return f"{head}{', '.join(args)}{tail}"
+
+
+def op_parts(op) -> tuple[str, list, list, str]:
+    """An op's text in parts: up to its `(`, the keys of its arguments and their texts, and
+    from its `)` on."""
     outs = ", ".join(var_decl(v) for v in op.outputs)
     order = ops.input_order(op.type)
     keys = sorted(op.inputs, key=lambda k: (order.get(k, len(order)), k))
@@ -94,12 +127,12 @@ def op_text(op) -> str:
         for key in sorted(attrs):
             if key not in ("name", "val"):
                 rest[key] = attrs[key]
-        if "val" in attrs:
-            args.append(f"val={value_text(attrs['val'])}")
-        if "name" in attrs:
-            args.append(f"name={value_text(attrs['name'])}")
-    call = f"{lexemes.name(op.type)}({', '.join(args)}){attributes_text(rest)}"
-    return f"{outs} = {call}" if outs else call
+        for key in ("val", "name"):
+            if key in attrs:
+                keys.append(key)
+                args.append(f"{key}={value_text(attrs[key])}")
+    call = f"{lexemes.name(op.type)}("
+    return (f"{outs} = {call}" if outs else call), keys, args, ")" + attributes_text(rest)
 
 
 def bindings_text(key: str, bindings: list) -> str:
@@ -182,7 +215,13 @@ def _tensor_type_text(t: TensorType) -> str:
         items = ["...", t.dtype]
     else:
         items = [dim_text(d) for d in t.shape] + [t.dtype, f"rank={t.rank}"]
-    return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
+    if not t.attributes:
+        return "(" + ", ".join(items) + ")"
+    token = blob_layout.PRINTING.set(None)  # a type's values are outside the layout's order
+    try:
+        return "(" + ", ".join(items) + ")" + attributes_text(t.attributes)
+    finally:
+        blob_layout.PRINTING.reset(token)
 
 
 # ---- values -----------------------------------------------------------------------------------
@@ -222,7 +261,7 @@ def _short_form(v: Value, bare: bool) -> str | None:
         if not dt.kind in ("float", "int", "uint", "bool", "string"):
             return None
         count = t.element_count
-        if count > INLINE_LIMIT and dt.kind != "string":
+        if count > INLINE_LIMIT and dt.kind != "string" and not _numbers_past_limit():
             return None
         text = _tensor_literal(dt, v.data, count, shape) if dt.storage == v.data.field else None
         if text is None:
@@ -270,9 +309,14 @@ def _full_form(v: Value) -> str:
 def data_text(t, data) -> str | None:
     """The data of a value written as its type reads it back, or None when it cannot be."""
     if isinstance(data, Blob):
+        layout = blob_layout.PRINTING.get()
+        if layout is not None and layout.implied(data, t):
+            return "blob" if data.file == DEFAULT_WEIGHT_FILE else f"blob({lexemes.quote(data.file)})"
         if data.file == DEFAULT_WEIGHT_FILE:
             return f"blob({data.offset})"
         return f"blob({lexemes.quote(data.file)}, {data.offset})"
+    if isinstance(data, WeightRef):
+        return weight_ref_text(data)
     if isinstance(data, Elided):
         return "[...]"
     if isinstance(t, StateType) and isinstance(t.wrapped, TensorType):
@@ -293,6 +337,14 @@ def data_text(t, data) -> str | None:
     if isinstance(t, DictType) and isinstance(data, DictData):
         return "{" + ", ".join(f"{_side(k, t.key)}: {_side(v, t.value)}" for k, v in data.items) + "}"
     return None
+
+
+def weight_ref_text(ref: WeightRef) -> str:
+    """`npy("w.npy")`, `safetensors("model.safetensors", "wq", from=fp32)`."""
+    args = [lexemes.quote(ref.path)] + ([lexemes.quote(ref.tensor)] if ref.tensor is not None else [])
+    if ref.source_dtype is not None:
+        args.append(f"from={ref.source_dtype}")
+    return f"{ref.format}({', '.join(args)})"
 
 
 def _side(v, context) -> str:
@@ -341,13 +393,19 @@ def _tensor_literal(dt, data: TensorData, count, shape, allow_b64: bool = False)
     if elements is None:
         return None
     n = len(elements)
-    if n > INLINE_LIMIT and dt.kind != "string":
+    if n > INLINE_LIMIT and dt.kind != "string" and not _numbers_past_limit():
         if not allow_b64 or (count is not None and n != count):
             return None
         return _b64(data.values if data.field == "bytes" else packing.pack(dt, data.values))
     scalars = lexemes.element_texts(dt, elements)
     if shape is not None and count == n:
-        return scalars[0] if not shape else _nest(scalars, shape)
+        if not shape:
+            return scalars[0]
+        if not n and _empty_nesting(shape) > INLINE_LIMIT:
+            # (10**9, 0) would nest a billion `[]`s: a typed context reads a flat `[]` as well
+            return "[]" if allow_b64 else None
+        authored = AUTHORED.get()
+        return _nest(scalars, shape) if authored is None else authored.literal(scalars, shape)
     return "[" + ", ".join(scalars) + "]" if allow_b64 else None
 
 
@@ -370,6 +428,24 @@ def _decoded(dt, data: TensorData, count):
     if dt.kind == "string":
         return data.values
     return decode_tensor(dt, data, count)
+
+
+def _empty_nesting(shape: tuple) -> int:
+    """How many `[]` the nested literal of an empty tensor of `shape` holds: the product of the
+    sizes before the first zero (the text would be that long whatever the input's size)."""
+    total = 1
+    for d in shape[:-1]:
+        if d == 0:
+            break
+        total *= d
+        if total > INLINE_LIMIT:
+            break
+    return total
+
+
+def _numbers_past_limit() -> bool:
+    authored = AUTHORED.get()
+    return authored is not None and authored.numbers
 
 
 def _nest(scalars: list, shape: tuple) -> str:

@@ -5,6 +5,7 @@ from ... import dtypes
 from ..errors import InferenceError
 from ..registry import rule
 from ..shapes import tensor
+from ..symbols import fully_known
 
 
 @rule("cast")
@@ -13,4 +14,15 @@ def cast(ops):
     name = ops.scalar("dtype")
     if name not in dtypes.BY_NAME:
         raise InferenceError(f"unknown dtype {name!r}")
+    ops.output_values = [_cast_value(ops.value("x", required=False), x.dtype, name)]
     return [tensor(name, x.shape)]
+
+
+def _cast_value(value, source: str, name: str):
+    """The value of an integer cast of a known value (a shape cast around gather). As in
+    coremltools, a vector keeps the sizes only known at run time but a single one is lost."""
+    if value is None or not (name.startswith(("int", "uint")) and source.startswith(("int", "uint"))):
+        return None
+    if fully_known(value):
+        return value.astype(dtypes.BY_NAME[name].numpy)
+    return value if value.ndim == 1 else None

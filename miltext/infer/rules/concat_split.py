@@ -1,10 +1,15 @@
 """concat, stack and split: sizes along one axis add up, or are shared out."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ...ir import TensorType
 from ..errors import InferenceError, Unsupported
 from ..registry import rule
 from ..shapes import add_dims, axis, tensor
+from ..symbols import Sym, known
 
 
 def _tensor_values(ops) -> list:
@@ -17,17 +22,35 @@ def _tensor_values(ops) -> list:
 
 @rule("concat")
 def concat(ops):
+    """Rank-0 values join into a vector (shape arithmetic: `concat((%batch, 1, 128))`); the
+    other dims are the first value's, as coremltools has them."""
     parts = _tensor_values(ops)
     rank = len(parts[0].shape)
+    if any(len(t.shape) != rank for t in parts):
+        raise InferenceError(f"concat joins values of ranks {sorted({len(t.shape) for t in parts})}")
+    if rank == 0:   # whatever the axis (coremltools checks none for scalars)
+        ops.output_values = [_joined_value(ops, parts, 0)]
+        return [tensor(parts[0].dtype, (len(parts),))]
     a = axis(ops.scalar("axis"), rank)
+    ops.output_values = [_joined_value(ops, parts, a)]
     out = list(parts[0].shape)
-    for i in range(rank):
-        if i == a:
-            out[i] = add_dims(*(t.shape[i] for t in parts))
-        else:
-            known = {t.shape[i] for t in parts} - {None}
-            out[i] = known.pop() if len(known) == 1 else None
+    out[a] = add_dims(*(t.shape[a] for t in parts))
     return [tensor(parts[0].dtype, out)]
+
+
+def _joined_value(ops, parts, a):
+    """The value of a concat of small values (a shape put together at run time): an element
+    known only at run time is a Sym."""
+    pieces = []
+    for t, v in zip(parts, ops.values("values")):
+        if v is None:
+            if not all(known(d) for d in t.shape) or math.prod(t.shape) > 10:
+                return None
+            v = np.array([Sym() for _ in range(math.prod(t.shape))], dtype=object).reshape(t.shape)
+        pieces.append(np.asarray(v))
+    if any(p.dtype == object for p in pieces):
+        pieces = [p.astype(object) for p in pieces]
+    return np.stack(pieces) if pieces[0].ndim == 0 else np.concatenate(pieces, axis=a)
 
 
 @rule("split")
@@ -38,7 +61,7 @@ def split(ops):
     if sizes is None:
         n = ops.scalar("num_splits")
         size = x.shape[a]
-        if size is None:
+        if not known(size):
             raise Unsupported("split of an unknown dim")
         if size % n:
             # coremltools' rule: the last part takes what is left over

@@ -13,7 +13,7 @@ def const(ops):
     value = ops.op.attributes.get("val")
     if value is None or value.type is None:
         raise InferenceError("const has no typed `val`")
-    t = copy.deepcopy(value.type)
-    if isinstance(t, TensorType):
-        t.attributes = {}
-    return [t]
+    t = value.type
+    if isinstance(t, TensorType):   # the value's type without its attributes (cheap: no copy of them)
+        return [TensorType(t.dtype, t.shape, rank=t.rank)]
+    return [copy.deepcopy(t)]

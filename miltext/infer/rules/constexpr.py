@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import Unsupported
 from ..registry import rule
 from ..shapes import tensor
+from ..symbols import known
 
 
 @rule("constexpr_affine_dequantize")
@@ -31,7 +32,7 @@ def lut_to_dense(ops):
     vector_size = lut.shape[-1]
     if vector_size != 1:                      # vectors of a palette lie along vector_axis
         axis = ops.scalar("vector_axis")
-        if shape[axis] is None or vector_size is None:
+        if not known(shape[axis]) or not known(vector_size):
             raise Unsupported("an unknown vector size")
         shape[axis] *= vector_size
     return [tensor(lut.dtype, shape)]

@@ -4,13 +4,14 @@ from __future__ import annotations
 from ..errors import InferenceError, Unsupported
 from ..registry import rule
 from ..shapes import tensor
+from ..symbols import known
 
 
 def spatial_out(sizes, kernel, strides, dilations, pad_type: str, pad, ceil_mode=False) -> list:
     """Output sizes of a sliding window over `sizes` (None: unknown)."""
     out = []
     for i, n in enumerate(sizes):
-        if n is None:
+        if not known(n):
             out.append(None)
             continue
         k = (kernel[i] - 1) * dilations[i] + 1
@@ -40,7 +41,7 @@ def window(ops, x, kernel) -> tuple:
 def conv(ops):
     x, weight = ops.tensor("x"), ops.tensor("weight")
     kernel = weight.shape[2:]
-    if None in kernel:
+    if not all(map(known, kernel)):
         raise Unsupported("a kernel of unknown size")
     strides, dilations, pad_type, pad = window(ops, x, kernel)
     spatial = spatial_out(x.shape[2:], kernel, strides, dilations, pad_type, pad)
@@ -53,13 +54,13 @@ def conv_transpose(ops):
     if ops.has("output_shape"):                # the whole shape, when the text says it
         return [tensor(x.dtype, ops.ints("output_shape"))]
     kernel = weight.shape[2:]
-    if None in kernel or weight.shape[1] is None:
+    if not all(map(known, kernel)) or not known(weight.shape[1]):
         raise Unsupported("a kernel of unknown size")
     strides, dilations, pad_type, pad = window(ops, x, kernel)
     spatial = []
     for i, n in enumerate(x.shape[2:]):
         k = (kernel[i] - 1) * dilations[i] + 1
-        if n is None:
+        if not known(n):
             spatial.append(None)
         elif pad_type in ("same", "same_lower"):
             spatial.append(n * strides[i])

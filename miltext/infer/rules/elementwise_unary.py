@@ -6,7 +6,8 @@ from ..shapes import tensor
 
 SAME_TYPE = ("abs", "acos", "asin", "atan", "atanh", "ceil", "clip", "cos", "cosh", "erf", "exp",
              "exp2", "floor", "inverse", "log", "round", "rsqrt", "sign", "sin", "sinh", "sqrt",
-             "square", "tan", "tanh", "threshold", "identity", "logical_not")
+             "square", "tan", "tanh", "threshold", "identity", "logical_not",
+             "band_part")   # band_part zeroes what lies outside a band: x's type too
 
 
 @rule(*SAME_TYPE)

@@ -7,6 +7,7 @@ from ...ir import TensorType
 from ..errors import InferenceError, Unsupported
 from ..registry import rule
 from ..shapes import broadcast, tensor
+from ..symbols import known
 
 
 @rule("matmul")
@@ -63,5 +64,5 @@ def einsum(ops):
 
 
 def _same_size(a, b, op_type: str) -> None:
-    if a is not None and b is not None and a != b:
+    if known(a) and known(b) and a != b:
         raise InferenceError(f"{op_type} contracts a dim of {a} with a dim of {b}")

@@ -5,6 +5,7 @@ from ...ir import ListType, TensorType
 from ..errors import InferenceError
 from ..registry import rule
 from ..shapes import tensor
+from ..symbols import Sym
 
 
 def _list(ops) -> ListType:
@@ -16,7 +17,8 @@ def _list(ops) -> ListType:
 
 @rule("make_list")
 def make_list(ops):
-    dims = [int(d) for d in (v.reshape(-1)[0] for v in map(_known, ops.values("elem_shape")))]
+    dims = [d if isinstance(d, Sym) else int(d)
+            for d in (v.reshape(-1)[0] for v in map(_known, ops.values("elem_shape")))]
     length = ops.scalar("init_length", default=1)
     return [ListType(tensor(ops.scalar("dtype", default="fp32"), dims), int(length))]
 

@@ -1,0 +1,25 @@
+"""Running a MIL program on NumPy: the reference interpreter behind `miltext run`.
+
+    outputs = miltext.run(program, {"x": np.ones((1, 8), np.float32)})
+
+An evaluator (`evaluator.py`) walks a function's block in order, keeping each var's value; each
+op is computed by a kernel, one small function per op, found by name in `registry.py` and
+grouped by family in `kernels/`. Kernels follow the op definitions of coremltools (the same
+defaults, axis conventions and modes); an op with no kernel is a RunError naming it and its
+place, never a wrong answer. docs/run.md lists the ops and the dtype rules.
+"""
+from __future__ import annotations
+
+from .errors import RunError
+
+
+def run(program, inputs: dict, function: str = "main", states: dict | None = None,
+        weights: str | None = None) -> dict:
+    """The outputs of `function` of `program` (name -> numpy array) for `inputs` (name -> array);
+    `states` (name -> array) are a stateful model's states, updated in place by write_state;
+    `weights` is the folder blob references are relative to (`@model_path`)."""
+    from .evaluator import Evaluator
+    return Evaluator(program, weights).run(function, inputs, states)
+
+
+__all__ = ["run", "RunError"]

@@ -1,0 +1,9 @@
+"""What running a program can fail with."""
+from __future__ import annotations
+
+from ..errors import ProgramError
+
+
+class RunError(ProgramError):
+    """An op that cannot be run (no kernel, inputs it cannot take) or inputs that do not fit the
+    function: located at the op when it has a place."""

@@ -1,0 +1,163 @@
+"""The loop: a function's block evaluated op by op, each var's value kept by name; nested
+blocks (cond, while_loop) evaluated in a scope of their own that sees the outer one."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData
+from .args import Args
+from .errors import RunError
+from .registry import find
+
+
+class Evaluator:
+    def __init__(self, program, weights: str | None = None):
+        self.program = program
+        self.weights_folder = weights
+        self._weights = None
+        _complete_types(program)
+
+    # ---- a function ----
+    def run(self, function: str, inputs: dict, states: dict | None = None) -> dict:
+        fn = self.program.functions.get(function)
+        if fn is None:
+            raise RunError(f"the program has no function {function!r} "
+                           f"(it has {', '.join(sorted(self.program.functions)) or 'none'})")
+        self.states = states if states is not None else {}
+        env = {}
+        for var in fn.inputs:
+            if isinstance(var.type, StateType):
+                if var.name not in self.states:
+                    raise RunError(f"state %{var.name} is not given (pass it in states)", var.loc)
+                env[var.name] = _StateRef(var.name)
+                continue
+            if var.name not in inputs:
+                raise RunError(f"input %{var.name} is not given", var.loc)
+            env[var.name] = _as_input(var, inputs[var.name])
+        extra = set(inputs) - {v.name for v in fn.inputs}
+        if extra:
+            raise RunError(f"{function} has no input named {', '.join(sorted(extra))}")
+        try:
+            outputs = self.block(fn.block, env, fn.opset)
+        finally:
+            if self._weights is not None:
+                self._weights.__exit__(None, None, None)
+                self._weights = None
+        return dict(zip(fn.block.outputs, outputs))
+
+    def block(self, block, env: dict, opset: str) -> list:
+        for op in block.operations:
+            self.op(op, env, opset)
+        missing = [n for n in block.outputs if n not in env]
+        if missing:
+            raise RunError(f"the block's output %{missing[0]} is not defined", block.loc)
+        return [env[n] for n in block.outputs]
+
+    def op(self, op, env: dict, opset: str) -> None:
+        kernel = find(op.type)
+        if kernel is None:
+            raise RunError(f"miltext run has no kernel for {op.type} (docs/run.md lists the ops it runs)", op.loc)
+        args = Args(self, op, env, opset)
+        try:
+            result = kernel(args)
+        except RunError as e:
+            if e.loc is None and op.loc is not None:
+                raise RunError(f"{op.type}: {e.message}", op.loc) from None
+            raise
+        except (ValueError, IndexError, TypeError, KeyError) as e:
+            raise RunError(f"{op.type} cannot run on these inputs: {e}", op.loc) from None
+        results = list(result) if isinstance(result, tuple) else [result]
+        if len(results) != len(op.outputs):
+            raise RunError(f"{op.type} gave {len(results)} output(s), the op names {len(op.outputs)}", op.loc)
+        for var, value in zip(op.outputs, results):
+            env[var.name] = _as_declared(var.type, value)
+
+    # ---- values ----
+    def value(self, value):
+        """A literal or const value as numpy (a list for a list value, a tuple for a tuple)."""
+        data, t = value.data, value.type
+        if isinstance(data, Blob):
+            return self._blob(data, t)
+        if isinstance(data, TensorData):
+            return value.array
+        if isinstance(data, ListData):
+            return [self.value(v) for v in data.values]
+        if isinstance(data, TupleData):
+            return tuple(self.value(v) for v in data.values)
+        if isinstance(data, DictData):
+            return {self.value(k).item(): self.value(v) for k, v in data.items}
+        raise RunError(f"a value of this kind cannot be run ({type(data).__name__})")
+
+    def _blob(self, blob: Blob, vtype):
+        from ..model.blobs import Weights
+        if self._weights is None:
+            self._weights = Weights(self.weights_folder, "the program")
+        t = vtype.wrapped if isinstance(vtype, StateType) else vtype
+        flat = self._weights.reader(blob.file).read(blob.offset)
+        return flat.reshape(t.shape) if isinstance(t, TensorType) and t.is_static else flat
+
+
+class _StateRef:
+    """A state input: read_state and write_state reach the array through the evaluator."""
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _numpy_dtype(t):
+    if isinstance(t, StateType):
+        t = t.wrapped
+    if not isinstance(t, TensorType):
+        return None
+    try:
+        return dtypes.by_name(t.dtype).numpy
+    except KeyError:
+        return None
+
+
+def _as_input(var, value):
+    array = np.asarray(value)
+    want = _numpy_dtype(var.type)
+    if want is not None and array.dtype != want:
+        array = array.astype(want)
+    t = var.type
+    if isinstance(t, TensorType) and t.rank is None and len(t.shape) != array.ndim:
+        raise RunError(f"input %{var.name} has rank {array.ndim}, the function takes rank {len(t.shape)}", var.loc)
+    if isinstance(t, TensorType) and t.rank is None:
+        for i, (want_d, got) in enumerate(zip(t.shape, array.shape)):
+            if type(want_d) is int and want_d != got:
+                raise RunError(f"input %{var.name} is {array.shape}, but dim {i} must be {want_d}", var.loc)
+    return array
+
+
+def _as_declared(vtype, value):
+    """An op's result in the dtype its output declares (fp16 stays fp16)."""
+    if isinstance(value, (list, tuple, dict, _StateRef)):
+        return value
+    want = _numpy_dtype(vtype)
+    array = np.asarray(value)
+    if want is not None and array.dtype != want:
+        array = array.astype(want)
+    return array
+
+
+def _complete_types(program) -> None:
+    """Shorthand leaves output types out: infer them, so results take the declared dtypes."""
+    if all(var.type is not None for fn in program.functions.values() for b in fn.blocks.values()
+           for op in _ops(b) for var in op.outputs):
+        return
+    from ..infer import infer
+    from ..infer.errors import InferenceError
+    try:
+        infer(program)
+    except InferenceError as e:
+        raise RunError(f"cannot run a program whose types cannot be inferred: {e.message}", e.loc) from None
+
+
+def _ops(block):
+    for op in block.operations:
+        yield op
+        for inner in op.blocks:
+            yield from _ops(inner)

@@ -1,0 +1,1 @@
+"""Kernels, one module per family of ops (registered with registry.kernel)."""

@@ -1,0 +1,103 @@
+"""Activations, with the modes and constants of their op definitions."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..registry import kernel
+from .elementwise import _erf
+
+
+def _x(a):
+    return np.asarray(a("x"))
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+kernel("relu")(lambda a: np.maximum(_x(a), 0).astype(_x(a).dtype))
+kernel("relu6")(lambda a: np.clip(_x(a), 0, 6).astype(_x(a).dtype))
+kernel("sigmoid")(lambda a: _sigmoid(_x(a)))
+kernel("silu")(lambda a: _x(a) * _sigmoid(_x(a)))
+kernel("softsign")(lambda a: _x(a) / (1 + np.abs(_x(a))))
+
+
+@kernel("softplus")
+def softplus(a):
+    return np.logaddexp(0, _x(a))
+
+
+@kernel("sigmoid_hard")
+def sigmoid_hard(a):
+    x = _x(a)
+    return np.clip(a.scalar("alpha", 0.2) * x + a.scalar("beta", 0.5), 0, 1).astype(x.dtype)
+
+
+@kernel("leaky_relu")
+def leaky_relu(a):
+    x = _x(a)
+    return np.where(x >= 0, x, x * np.asarray(a.scalar("alpha", 0.01), x.dtype))
+
+
+@kernel("elu")
+def elu(a):
+    x = _x(a)
+    with np.errstate(over="ignore"):
+        return np.where(x > 0, x, a.scalar("alpha", 1.0) * (np.exp(x) - 1)).astype(x.dtype)
+
+
+@kernel("prelu")
+def prelu(a):
+    x, alpha = _x(a), np.asarray(a("alpha"))
+    shape = [1] * x.ndim
+    shape[-3 if x.ndim >= 3 else 1] = alpha.size      # one alpha per channel (axis -3)
+    return np.where(x >= 0, x, x * alpha.reshape(shape)).astype(x.dtype)
+
+
+@kernel("linear_activation")
+def linear_activation(a):
+    x = _x(a)
+    return (a.scalar("alpha") * x + a.scalar("beta", 0.0)).astype(x.dtype)
+
+
+@kernel("scaled_tanh")
+def scaled_tanh(a):
+    x = _x(a)
+    return (a.scalar("alpha", 1.0) * np.tanh(a.scalar("beta", 1.0) * x)).astype(x.dtype)
+
+
+@kernel("clamped_relu")
+def clamped_relu(a):
+    x = _x(a)
+    y = np.where(x >= 0, x, a.scalar("alpha", 0.0) * x)
+    return np.minimum(y, a.scalar("beta", 6.0)).astype(x.dtype)
+
+
+@kernel("thresholded_relu")
+def thresholded_relu(a):
+    x = _x(a)
+    return np.where(x > a.scalar("alpha", 1.0), x, 0).astype(x.dtype)
+
+
+@kernel("gelu")
+def gelu(a):
+    x = _x(a)
+    mode = a.scalar("mode", "EXACT")
+    if mode == "TANH_APPROXIMATION":
+        y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    elif mode == "SIGMOID_APPROXIMATION":
+        y = x * _sigmoid(1.702 * x)
+    else:
+        y = 0.5 * x * (1 + _erf(x.astype(np.float64) / math.sqrt(2)))
+    return y.astype(x.dtype)
+
+
+@kernel("softmax")
+def softmax(a):
+    x = _x(a)
+    axis = a.scalar("axis", -1)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)

@@ -1,0 +1,91 @@
+"""Constants and the compressed weights of iOS16 and iOS18 (constexpr_*), decompressed."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes
+from ..errors import RunError
+from ..registry import kernel
+
+
+@kernel("const")
+def const(a):
+    return a("val")
+
+
+def _blockwise(values, shape):
+    """`values` (one per block) repeated to `shape`: each dim of `values` divides the shape's."""
+    v = np.asarray(values)
+    if v.ndim != len(shape):
+        raise RunError(f"a per-block tensor of rank {v.ndim} for data of rank {len(shape)}")
+    for axis, (n, size) in enumerate(zip(v.shape, shape)):
+        if size % n:
+            raise RunError(f"{n} blocks do not divide dim {axis} of size {size}")
+        v = np.repeat(v, size // n, axis=axis)
+    return v
+
+
+@kernel("constexpr_blockwise_shift_scale")
+def blockwise_shift_scale(a):
+    data = np.asarray(a("data"))
+    scale = np.asarray(a("scale"))
+    x = data.astype(np.float32)
+    offset = a("offset", None)
+    if offset is not None:
+        x = x - _blockwise(offset, data.shape).astype(np.float32)
+    return (x * _blockwise(scale, data.shape).astype(np.float32)).astype(scale.dtype)
+
+
+@kernel("constexpr_affine_dequantize")
+def affine_dequantize(a):
+    q = np.asarray(a("quantized_data"))
+    axis = a.scalar("axis") % q.ndim
+    shape = [1] * q.ndim
+    zero, scale = np.asarray(a("zero_point")), np.asarray(a("scale"))
+    def along(v):
+        if v.size == 1:
+            return v.reshape(())
+        s = list(shape)
+        s[axis] = v.size
+        return v.reshape(s)
+    return ((q.astype(np.float32) - along(zero).astype(np.float32)) * along(scale).astype(np.float32)).astype(scale.dtype)
+
+
+@kernel("constexpr_cast")
+def constexpr_cast(a):
+    return np.asarray(a("source_val")).astype(dtypes.by_name(str(a.scalar("output_dtype"))).numpy)
+
+
+@kernel("constexpr_lut_to_dense")
+def lut_to_dense(a):
+    lut = np.asarray(a("lut"))
+    indices = np.asarray(a("indices"))
+    if a.has("shape"):   # iOS16: one table, indices packed in bytes, least significant bits first
+        shape = a.ints("shape")
+        count = int(np.prod(shape))
+        bits = int(np.log2(lut.size))
+        unpacked = np.unpackbits(indices.astype(np.uint8), bitorder="little")[:count * bits]
+        idx = (unpacked.reshape(count, bits) << np.arange(bits)).sum(axis=1)
+        return lut.reshape(-1)[idx].reshape(shape)
+    # iOS18: lut (*blocks, 2^nbits, vector_size); indices of the data's shape
+    rank = indices.ndim
+    vector = lut.shape[-1]
+    blocks = lut.shape[:rank]
+    grids = np.indices(indices.shape)
+    block_index = tuple(g // (size // n) for g, size, n in zip(grids, indices.shape, blocks))
+    values = lut[block_index + (indices.astype(np.int64),)]      # (*shape, vector)
+    if vector == 1:
+        return values[..., 0]
+    raise RunError(f"a palette of vectors ({vector} values each) is not run yet")
+
+
+@kernel("constexpr_sparse_to_dense")
+def sparse_to_dense(a):
+    values = np.asarray(a("nonzero_data"))
+    mask = np.asarray(a("mask"))
+    if a.has("shape"):   # iOS16: the mask packed in bytes
+        shape = a.ints("shape")
+        mask = np.unpackbits(mask.astype(np.uint8), bitorder="little")[:int(np.prod(shape))].reshape(shape)
+    out = np.zeros(mask.shape, values.dtype)
+    out[mask.astype(bool)] = values.reshape(-1)
+    return out

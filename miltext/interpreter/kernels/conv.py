@@ -1,0 +1,118 @@
+"""Convolution (1-3 spatial dims, groups, dilations, every pad_type) and its transpose, as
+one batched matrix product over a strided view: no Python loop over positions."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import RunError
+from ..registry import kernel
+from .linalg import wide
+
+
+def pads(a, spatial: tuple, kernel_shape: tuple, strides: list, dilations: list) -> list:
+    """(before, after) padding of each spatial dim for the op's pad_type."""
+    pad_type = str(a.scalar("pad_type", "valid"))
+    n = len(spatial)
+    if pad_type == "valid":
+        return [(0, 0)] * n
+    if pad_type == "custom":
+        p = a.ints("pad", None) or [0] * (2 * n)
+        return [(p[2 * i], p[2 * i + 1]) for i in range(n)]
+    if pad_type in ("same", "same_lower"):
+        out = []
+        for size, k, s, d in zip(spatial, kernel_shape, strides, dilations):
+            total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+            small, big = total // 2, total - total // 2
+            out.append((big, small) if pad_type == "same_lower" else (small, big))
+        return out
+    raise RunError(f"pad_type {pad_type!r} is none conv knows (valid, same, same_lower, custom)")
+
+
+def windows(x, kernel_shape, strides, dilations):
+    """x (N, C, *spatial) as (N, C, *out, *kernel) windows, a view."""
+    n = len(kernel_shape)
+    spatial = x.shape[2:]
+    out = [(size - (k - 1) * d - 1) // s + 1 for size, k, s, d in zip(spatial, kernel_shape, strides, dilations)]
+    if any(o <= 0 for o in out):
+        raise RunError(f"the kernel {tuple(kernel_shape)} does not fit the input's {tuple(spatial)} (after padding)")
+    st = x.strides
+    shape = x.shape[:2] + tuple(out) + tuple(kernel_shape)
+    strides_ = st[:2] + tuple(st[2 + i] * strides[i] for i in range(n)) + tuple(st[2 + i] * dilations[i] for i in range(n))
+    return np.lib.stride_tricks.as_strided(x, shape, strides_, writeable=False)
+
+
+@kernel("conv")
+def conv(a):
+    x = np.asarray(a("x"))
+    weight = wide(a("weight"))
+    n = x.ndim - 2
+    kernel_shape = weight.shape[2:]
+    strides = a.ints("strides", None) or [1] * n
+    dilations = a.ints("dilations", None) or [1] * n
+    groups = a.scalar("groups", 1)
+    padded = np.pad(wide(x), [(0, 0), (0, 0)] + pads(a, x.shape[2:], kernel_shape, strides, dilations))
+    win = windows(padded, kernel_shape, strides, dilations)          # N, C, *out, *k
+    c_in, c_out = x.shape[1], weight.shape[0]
+    per_group_in, per_group_out = c_in // groups, c_out // groups
+    outs = []
+    for g in range(groups):
+        part = win[:, g * per_group_in:(g + 1) * per_group_in]
+        w = weight[g * per_group_out:(g + 1) * per_group_out]
+        # sum over channel and kernel dims: (N, Cg, *out, *k) x (Og, Cg, *k) -> (N, Og, *out)
+        letters = "abcdefghij"[:n]
+        k_letters = "klmnopqrs"[:n]
+        outs.append(np.einsum(f"NC{letters}{k_letters},OC{k_letters}->NO{letters}", part, w, optimize=True))
+    y = np.concatenate(outs, axis=1) if groups > 1 else outs[0]
+    bias = a("bias", None)
+    if bias is not None:
+        y = y + wide(bias).reshape((1, -1) + (1,) * n)
+    return y.astype(x.dtype)
+
+
+@kernel("conv_transpose")
+def conv_transpose(a):
+    x = np.asarray(a("x"))
+    weight = wide(a("weight"))         # (C_in, C_out / groups, *k)
+    n = x.ndim - 2
+    kernel_shape = weight.shape[2:]
+    strides = a.ints("strides", None) or [1] * n
+    dilations = a.ints("dilations", None) or [1] * n
+    groups = a.scalar("groups", 1)
+    # A transposed convolution is a convolution of the input dilated by the strides, padded by
+    # (k - 1) * d, with the kernel flipped and its in/out channels swapped.
+    dilated_shape = x.shape[:2] + tuple((s - 1) * st + 1 for s, st in zip(x.shape[2:], strides))
+    dilated = np.zeros(dilated_shape, np.float32)
+    dilated[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in strides)] = wide(x)
+    full = [((k - 1) * d, (k - 1) * d) for k, d in zip(kernel_shape, dilations)]
+    padded = np.pad(dilated, [(0, 0), (0, 0)] + full)
+    c_in = x.shape[1]
+    per_in = c_in // groups
+    flipped = weight[(slice(None), slice(None)) + (slice(None, None, -1),) * n]
+    outs = []
+    for g in range(groups):
+        w = np.swapaxes(flipped[g * per_in:(g + 1) * per_in], 0, 1)   # (C_out/g, C_in/g, *k)
+        win = windows(padded[:, g * per_in:(g + 1) * per_in], kernel_shape, [1] * n, dilations)
+        letters, k_letters = "abcdefghij"[:n], "klmnopqrs"[:n]
+        outs.append(np.einsum(f"NC{letters}{k_letters},OC{k_letters}->NO{letters}", win, w, optimize=True))
+    y = np.concatenate(outs, axis=1) if groups > 1 else outs[0]
+    # crop what the padding asked for, or to output_shape
+    pad_type = str(a.scalar("pad_type", "valid"))
+    if pad_type == "custom":
+        p = a.ints("pad", None) or [0] * (2 * n)
+        crop = [(p[2 * i], p[2 * i + 1]) for i in range(n)]
+    elif pad_type in ("same", "same_lower"):
+        crop = []
+        for size, k, s, d in zip(y.shape[2:], kernel_shape, strides, dilations):
+            total = max(size - x.shape[2 + len(crop)] * s, 0)
+            small, big = total // 2, total - total // 2
+            crop.append((big, small) if pad_type == "same_lower" else (small, big))
+    else:
+        crop = [(0, 0)] * n
+    y = y[(slice(None), slice(None)) + tuple(slice(b, y.shape[2 + i] - e) for i, (b, e) in enumerate(crop))]
+    shape = a.ints("output_shape", None)
+    if shape is not None:
+        y = y[(slice(None), slice(None)) + tuple(slice(0, s) for s in shape[-n:])]
+    bias = a("bias", None)
+    if bias is not None:
+        y = y + wide(bias).reshape((1, -1) + (1,) * n)
+    return y.astype(x.dtype)

@@ -1,0 +1,200 @@
+"""Shapes and layouts: reshape, transpose, concat, split, slicing, padding, tiling and friends."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import RunError
+from ..registry import kernel
+
+
+def _x(a):
+    return np.asarray(a("x"))
+
+
+@kernel("identity")
+def identity(a):
+    return a("x")
+
+
+@kernel("reshape")
+def reshape(a):
+    x = _x(a)
+    shape = a.ints("shape")
+    shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]   # 0 keeps the input's size
+    return x.reshape(shape)
+
+
+@kernel("reshape_like")
+def reshape_like(a):
+    x = _x(a)
+    return x.reshape(np.asarray(a.many("ref_tensors")[0]).shape)
+
+
+@kernel("transpose")
+def transpose(a):
+    return np.transpose(_x(a), a.ints("perm"))
+
+
+@kernel("expand_dims")
+def expand_dims(a):
+    x = _x(a)
+    for axis in sorted(ax % (x.ndim + len(a.ints("axes"))) for ax in a.ints("axes")):
+        x = np.expand_dims(x, axis)
+    return x
+
+
+@kernel("squeeze")
+def squeeze(a):
+    x = _x(a)
+    axes = a.ints("axes", None)
+    return np.squeeze(x) if axes is None else np.squeeze(x, axis=tuple(ax % x.ndim for ax in axes))
+
+
+@kernel("concat")
+def concat(a):
+    # rank-0 values join as one element each (the shape arithmetic of converted transformers)
+    values = [np.asarray(v).reshape(1) if np.ndim(v) == 0 else np.asarray(v) for v in a.many("values")]
+    axis = a.scalar("axis")
+    if a.scalar("interleave", False):
+        n = len(values)
+        stacked = np.stack(values, axis=axis % values[0].ndim + 1)
+        shape = list(values[0].shape)
+        shape[axis] *= n
+        return stacked.reshape(shape)
+    return np.concatenate(values, axis=axis)
+
+
+@kernel("stack")
+def stack(a):
+    return np.stack([np.asarray(v) for v in a.many("values")], axis=a.scalar("axis"))
+
+
+@kernel("split")
+def split(a):
+    x = _x(a)
+    axis = a.scalar("axis")
+    sizes = a.ints("split_sizes", None)
+    if sizes is not None:
+        return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+    return tuple(np.split(x, a.scalar("num_splits"), axis=axis))
+
+
+@kernel("slice_by_index")
+def slice_by_index(a):
+    x = _x(a)
+    n = x.ndim
+    begin, end = a.ints("begin"), a.ints("end")
+    stride = a.ints("stride", None) or [1] * n
+    begin_mask = _mask(a, "begin_mask", n)
+    end_mask = _mask(a, "end_mask", n)
+    squeeze = _mask(a, "squeeze_mask", n)
+    index = []
+    for i in range(n):
+        b = None if begin_mask[i] else begin[i]
+        e = None if end_mask[i] else end[i]
+        if squeeze[i]:
+            index.append(begin[i])
+        else:
+            index.append(slice(b, e, stride[i]))
+    return x[tuple(index)]
+
+
+def _mask(a, key, n):
+    m = a(key, None)
+    return [False] * n if m is None else [bool(v) for v in np.asarray(m).reshape(-1)]
+
+
+@kernel("slice_by_size")
+def slice_by_size(a):
+    x = _x(a)
+    begin, size = a.ints("begin"), a.ints("size")
+    return x[tuple(slice(b, None if s == -1 else b + s) for b, s in zip(begin, size))]
+
+
+@kernel("pad")
+def pad(a):
+    x = _x(a)
+    p = a.ints("pad")
+    pairs = [(0, 0)] * (x.ndim - len(p) // 2) + [(p[2 * i], p[2 * i + 1]) for i in range(len(p) // 2)]
+    mode = str(a.scalar("mode", "constant"))
+    if mode == "constant":
+        return np.pad(x, pairs, constant_values=a.scalar("constant_val", 0.0))
+    if mode in ("reflect", "replicate"):
+        return np.pad(x, pairs, mode="reflect" if mode == "reflect" else "edge")
+    raise RunError(f"pad mode {mode!r} is none pad knows (constant, reflect, replicate)")
+
+
+@kernel("tile")
+def tile(a):
+    return np.tile(_x(a), a.ints("reps"))
+
+
+@kernel("shape")
+def shape(a):
+    return np.asarray(_x(a).shape, np.int32)
+
+
+@kernel("fill")
+def fill(a):
+    return np.full(a.ints("shape"), a.scalar("value", 0.0))
+
+
+@kernel("fill_like")
+def fill_like(a):
+    return np.full(np.asarray(a("ref_tensor")).shape, a.scalar("value", 0.0))
+
+
+@kernel("range_1d")
+def range_1d(a):
+    return np.arange(a.scalar("start"), a.scalar("end"), a.scalar("step"))
+
+
+@kernel("flatten2d")
+def flatten2d(a):
+    x = _x(a)
+    axis = a.scalar("axis", 1) % max(x.ndim, 1)
+    return x.reshape(int(np.prod(x.shape[:axis])), -1)
+
+
+@kernel("reverse")
+def reverse(a):
+    x = _x(a)
+    axes = a.ints("axes", None)
+    return np.flip(x, axis=None if axes is None else tuple(axes))
+
+
+@kernel("band_part")
+def band_part(a):
+    x = _x(a)
+    lower, upper = a.scalar("lower", -1), a.scalar("upper", -1)
+    rows, cols = np.indices(x.shape[-2:])
+    keep = np.ones(x.shape[-2:], bool)
+    if lower >= 0:
+        keep &= rows - cols <= lower
+    if upper >= 0:
+        keep &= cols - rows <= upper
+    return np.where(keep, x, 0).astype(x.dtype)
+
+
+@kernel("sliding_windows")
+def sliding_windows(a):
+    x = _x(a)
+    axis, size, stride = a.scalar("axis"), a.scalar("size"), a.scalar("stride", 1)
+    win = np.lib.stride_tricks.sliding_window_view(x, size, axis=axis)
+    win = np.take(win, np.arange(0, win.shape[axis], stride), axis=axis)
+    return np.moveaxis(win, -1, axis % x.ndim + 1)
+
+
+@kernel("slice_update")
+def slice_update(a):
+    x = np.array(_x(a))
+    n = x.ndim
+    begin, end = a.ints("begin"), a.ints("end")
+    stride = a.ints("stride", None) or [1] * n
+    begin_mask, end_mask = _mask(a, "begin_mask", n), _mask(a, "end_mask", n)
+    squeeze = _mask(a, "squeeze_mask", n)
+    index = tuple(begin[i] if squeeze[i] else slice(None if begin_mask[i] else begin[i],
+                                                    None if end_mask[i] else end[i], stride[i])
+                  for i in range(n))
+    x[index] = np.asarray(a("update")).reshape(x[index].shape)
+    return x

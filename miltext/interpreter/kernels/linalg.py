@@ -1,0 +1,42 @@
+"""linear, matmul and einsum: computed in at least fp32 (Core ML's CPU accumulates fp16
+products in fp32), the result in the declared dtype."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import kernel
+
+
+def wide(x):
+    """Floats below fp32 computed in fp32."""
+    x = np.asarray(x)
+    return x.astype(np.float32) if x.dtype.kind == "f" and x.itemsize < 4 else x
+
+
+@kernel("linear")
+def linear(a):
+    x, weight = np.asarray(a("x")), wide(a("weight"))
+    y = wide(x) @ weight.T
+    bias = a("bias", None)
+    if bias is not None:
+        y = y + wide(bias)
+    return y.astype(x.dtype)
+
+
+@kernel("matmul")
+def matmul(a):
+    x, y = np.asarray(a("x")), np.asarray(a("y"))
+    out_dtype = np.result_type(x, y)
+    x, y = wide(x), wide(y)
+    if a.scalar("transpose_x", False):
+        x = np.swapaxes(x, -1, -2) if x.ndim > 1 else x
+    if a.scalar("transpose_y", False):
+        y = np.swapaxes(y, -1, -2) if y.ndim > 1 else y
+    return np.matmul(x, y).astype(out_dtype)
+
+
+@kernel("einsum")
+def einsum(a):
+    values = a.many("values")
+    out_dtype = np.result_type(*values)
+    return np.einsum(str(a.scalar("equation")), *[wide(v) for v in values]).astype(out_dtype)

@@ -1,0 +1,63 @@
+"""Normalizations, computed in fp32 at least, the result in the input's dtype."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import kernel
+from .linalg import wide
+
+
+def _channel(v, ndim):
+    return wide(v).reshape((1, -1) + (1,) * (ndim - 2))
+
+
+@kernel("batch_norm")
+def batch_norm(a):
+    x = np.asarray(a("x"))
+    mean, var = _channel(a("mean"), x.ndim), _channel(a("variance"), x.ndim)
+    y = (wide(x) - mean) / np.sqrt(var + a.scalar("epsilon", 1e-5))
+    gamma, beta = a("gamma", None), a("beta", None)
+    if gamma is not None:
+        y = y * _channel(gamma, x.ndim)
+    if beta is not None:
+        y = y + _channel(beta, x.ndim)
+    return y.astype(x.dtype)
+
+
+@kernel("instance_norm")
+def instance_norm(a):
+    x = np.asarray(a("x"))
+    axes = tuple(range(2, x.ndim))
+    xf = wide(x)
+    y = (xf - xf.mean(axis=axes, keepdims=True)) / np.sqrt(xf.var(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-5))
+    gamma, beta = a("gamma", None), a("beta", None)
+    if gamma is not None:
+        y = y * _channel(gamma, x.ndim)
+    if beta is not None:
+        y = y + _channel(beta, x.ndim)
+    return y.astype(x.dtype)
+
+
+@kernel("layer_norm")
+def layer_norm(a):
+    x = np.asarray(a("x"))
+    axes = a.ints("axes", None)
+    axes = tuple(range(x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
+    xf = wide(x)
+    y = (xf - xf.mean(axis=axes, keepdims=True)) / np.sqrt(xf.var(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-5))
+    gamma, beta = a("gamma", None), a("beta", None)
+    if gamma is not None:
+        y = y * wide(gamma)
+    if beta is not None:
+        y = y + wide(beta)
+    return y.astype(x.dtype)
+
+
+@kernel("l2_norm")
+def l2_norm(a):
+    x = np.asarray(a("x"))
+    axes = a.ints("axes", None)
+    axes = tuple(range(1, x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
+    xf = wide(x)
+    norm = np.sqrt(np.maximum((xf * xf).sum(axis=axes, keepdims=True), a.scalar("epsilon", 1e-6)))
+    return (xf / norm).astype(x.dtype)
