@@ -20,6 +20,9 @@ from .document import changed_lines
 
 # More ops than this to check again: check the whole program.
 MOST_AFFECTED = 300
+# Findings whose words depend on every name in scope ("did you mean" among them): when the
+# part checked has one, the whole program is checked instead.
+WHOLE_SCOPE = frozenset({"undefined-name", "undefined-output", "out-of-scope", "use-before-definition"})
 
 
 def full(program, text: str, weights: str | None = None, section=None) -> list:
@@ -78,6 +81,8 @@ def incremental(before_index, index, diagnostics: list, weights: str | None = No
         lines_of.update(range(pieces[i].piece.start, pieces[i].piece.end))
     fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, weights)
              if d.line is not None and d.line - 1 in lines_of]
+    if any(d.rule in WHOLE_SCOPE for d in fresh):
+        return None
     kept = []
     for d in diagnostics:
         if d.line is None:
