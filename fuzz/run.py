@@ -102,8 +102,34 @@ def target_lsp_transport(data: bytes) -> None:
             raise AssertionError(f"the reader handed on a line that is no frame: {line[:60]!r}")
 
 
+def target_lsp_analysis(data: bytes) -> None:
+    """What the language server works out of a text, from nothing and after an edit (the text
+    with one line less before it): findings, names, hover, completion, outline, hints."""
+    from miltext.lsp.analysis import Analysis, CannotFormat
+    from miltext.lsp.completion import complete
+    from miltext.lsp.types import hints
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    cut = len(lines) // 2
+    before = Analysis("\n".join(lines[:cut] + lines[cut + 1:]))
+    before.findings()
+    for a in (Analysis(text, before),):
+        a.findings()
+        for n in range(0, len(lines), max(1, len(lines) // 8)):
+            for column in range(0, len(lines[n]) + 1, max(1, len(lines[n]) // 4)):
+                a.hover((n, column)) or a.hover_op((n, column))
+                a.references((n, column))
+                complete(a, (n, column))
+        a.outline
+        hints(a, 0, len(lines))
+        try:
+            a.formatted()
+        except CannotFormat:
+            pass
+
+
 TARGETS = {"loads": target_loads, "proto_to_text": target_proto_to_text, "from_proto": target_from_proto,
-           "package": target_package, "lsp_transport": target_lsp_transport}
+           "package": target_package, "lsp_transport": target_lsp_transport, "lsp_analysis": target_lsp_analysis}
 
 
 # ---- seeds ----------------------------------------------------------------------------------
@@ -127,7 +153,7 @@ def package_seed(path: str) -> bytes:
 def seeds(target: str) -> list[bytes]:
     corpus = os.path.join(ROOT, "tests", "corpus")
     extra = _files(os.path.join(HERE, "seeds", target), ("",))
-    if target == "loads":
+    if target in ("loads", "lsp_analysis"):
         found = _files(corpus, (".txt", ".mil")) + _files(os.path.join(ROOT, "examples"), (".mil",))
     elif target in ("proto_to_text", "from_proto"):
         found = _files(corpus, (".pb",))

@@ -152,6 +152,8 @@ def test_references_and_rename_in_model_mil(client):
     assert [r["range"]["start"]["line"] for r in out] == [5, 6]   # the block's output too
     edit = request_at(client, "textDocument/rename", uri, 4, decl, newName="product")
     assert sorted(e["newText"] for e in edit["changes"][uri]) == ["product", "product"]
+    marks = request_at(client, "textDocument/documentHighlight", uri, 5, use + 1)
+    assert [(m["range"], m["kind"]) for m in marks] == [(span(4, decl, decl + 4), 3), (span(5, use, use + 4), 2)]
     refused = raw_request(client, "textDocument/rename", {**doc(uri), "position": at(4, decl), "newName": "a b"})
     assert "not a name model.mil can write" in refused["error"]["message"]
 
@@ -206,6 +208,13 @@ def test_quick_fix_for_a_suggestion(client):
         assert action["kind"] == "quickfix" and action["title"] == "Change to relu"
         assert action["edit"]["changes"][uri] == [{"range": at_op, "newText": "relu"}]
     assert code_actions(client, uri, [{"range": at_op, "message": "unknown op 'relux'", "code": "unknown-op"}]) == []
+    uri = "file:///suggest.model.mil"
+    text = MODELMIL.replace("= mul(", "= mull(")
+    open_text(client, uri, text)
+    column = text.split("\n")[4].index("mull")
+    d = {"range": span(4, column, column + 4), "message": "unknown op 'mull'; did you mean 'mul'?", "code": "unknown-op"}
+    (action,) = code_actions(client, uri, [d])
+    assert action["edit"]["changes"][uri] == [{"range": span(4, column, column + 4), "newText": "mul"}]
 
 
 def test_quick_fix_adds_a_missing_required_input(client):

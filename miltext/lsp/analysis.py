@@ -36,8 +36,9 @@ class CannotFormat(Exception):
 class Analysis:
     def __init__(self, text: str, previous: "Analysis | None" = None, path: str | None = None):
         self.reading = Reading(text, previous.reading if previous is not None else None)
-        self.index = self.reading.index = Index(self.reading, previous.index if previous is not None else None)
+        self.index = Index(self.reading, previous.index if previous is not None else None)
         self.source = Source(text, self.reading.lines)
+        self.source.layout = self.reading.layout if self.reading.by_pieces else None
         self.modelmil = self.reading.modelmil
         self.model, self.program = self.reading.model, self.reading.program
         self.path = path
@@ -84,7 +85,7 @@ class Analysis:
             before = self._previous
             found = None
             if not complete and before is not None and before._diagnostics is not None:
-                found = checking.incremental(before.reading, self.reading, self.index,
+                found = checking.incremental(before.index, self.index,
                                              before._diagnostics, self.weights)
             if found is None:
                 found, self.complete = checking.full(self.program, self.source.text, self.weights,

@@ -16,9 +16,13 @@ from bisect import bisect_right
 import miltext
 
 from ..ir import Block, Function, Program
+from .document import changed_lines
 
 # More ops than this to check again: check the whole program.
 MOST_AFFECTED = 300
+# Findings whose words depend on every name in scope ("did you mean" among them): when the
+# part checked has one, the whole program is checked instead.
+WHOLE_SCOPE = frozenset({"undefined-name", "undefined-output", "out-of-scope", "use-before-definition"})
 
 
 def full(program, text: str, weights: str | None = None, section=None) -> list:
@@ -26,18 +30,10 @@ def full(program, text: str, weights: str | None = None, section=None) -> list:
     return miltext.check(program, source=text, weights=weights, section=section)
 
 
-def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
-    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
-    most = min(len(old), len(new))
-    first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
-    last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),
-                most - first)
-    return first, len(old) - last, len(new) - last
-
-
-def incremental(before, reading, index, diagnostics: list, weights: str | None = None) -> list | None:
-    """The diagnostics of `reading` from those of the reading `before` (check's, 1-based
-    lines), or None when only a full check will do."""
+def incremental(before_index, index, diagnostics: list, weights: str | None = None) -> list | None:
+    """The diagnostics of the reading of `index` from `diagnostics`, those of the reading
+    of `before_index` (check's, 1-based lines), or None when only a full check will do."""
+    before, reading = before_index.reading, index.reading
     if reading.program is None or before.program is None or reading.frame_texts != before.frame_texts:
         return None
     first, end_old, end_new = reading.changed or changed_lines(before.lines, reading.lines)
@@ -53,7 +49,7 @@ def incremental(before, reading, index, diagnostics: list, weights: str | None =
     gone = reading.replaced if reading.added is not None else \
         [p for p in before.pieces if p.piece.end > first and p.piece.start < end_old]
     for p in gone:  # what the changed ops declared before the edit
-        names.update(n for n, *_ in _decls(p, before.index))
+        names.update(n for n, *_ in _decls(p, before_index))
     affected = set(touched)
     for name in names:
         for o in index.occurrences_of(name):
@@ -85,6 +81,8 @@ def incremental(before, reading, index, diagnostics: list, weights: str | None =
         lines_of.update(range(pieces[i].piece.start, pieces[i].piece.end))
     fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, weights)
              if d.line is not None and d.line - 1 in lines_of]
+    if any(d.rule in WHOLE_SCOPE for d in fresh):
+        return None
     kept = []
     for d in diagnostics:
         if d.line is None:

@@ -49,23 +49,28 @@ class Reading:
         self.lines = text.split("\n")
         self.modelmil = looks_like_modelmil(text)
         self.raw = not self.modelmil and looks_like_coremltools_print(text)
-        same_kind = previous is not None and (previous.modelmil, previous.raw) == (self.modelmil, self.raw)
+        same_kind = previous is not None and previous.by_pieces and \
+            (previous.modelmil, previous.raw) == (self.modelmil, self.raw)
         self.memo = previous.memo if same_kind else {}
         if len(self.memo) > 4 * len(self.lines) + 1000:
             self.memo = {}
         self.replaced = self.added = None   # the previous pieces replaced and the new ones
         if same_kind:
-            from .checking import changed_lines
             self.changed = changed_lines(previous.lines, self.lines)
             self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
         else:
             self.changed = None
             self.layout = Layout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
         self.reparsed = 0
-        self.pieces = self._ops(previous.pieces if same_kind else [])
         self.model = self.program = None
         self.errors: list = []
-        self._frame(previous if same_kind else None)
+        self.pieces: list[OpPiece] = []
+        self.by_pieces = self._read_frame(previous if same_kind else None)   # else read as a whole
+        if self.by_pieces:
+            self.pieces = self._ops(previous.pieces if same_kind else [])
+            self._assemble()
+        else:
+            self._whole()   # the ops are not parsed one by one: the whole text is
 
     def _ops(self, before: list[OpPiece]) -> list[OpPiece]:
         """An OpPiece for each piece of the layout: the one before when the layout kept its
@@ -134,15 +139,12 @@ class Reading:
                         by_line.setdefault(line, []).append(op)
         return by_line
 
-    def _op_line(self, op) -> int | None:
-        """The line an op's piece starts on: its first output's, or its own (0-based)."""
+    @staticmethod
+    def _op_line(op) -> int | None:
+        """The line an op's piece starts on (0-based): its first output's (model.mil places
+        an op at its type, after the outputs), or its own."""
         loc = op.outputs[0].loc if op.outputs and op.outputs[0].loc else op.loc
-        if loc is None:
-            return None
-        line = loc[0] - 1
-        if self.modelmil and op.outputs:  # its outputs' types come first on the line
-            return line
-        return line
+        return None if loc is None else loc[0] - 1
 
     def _parse_op(self, text: str, piece: Piece) -> OpPiece:
         """Parse one op's lines where they stand: at the top of a small text, then moved."""
@@ -165,7 +167,8 @@ class Reading:
         _shift(p, piece.start - first)
         return p
 
-    def _frame(self, previous: "Reading | None") -> None:
+    def _read_frame(self, previous: "Reading | None") -> bool:
+        """Parse the frame (the text with its op lines blank); whether it parses."""
         frame = [""] * len(self.lines)
         for n in self.layout.frame:
             frame[n] = self.lines[n]
@@ -180,10 +183,13 @@ class Reading:
                 section = program = None
                 self.frame_error = e
         self.skeleton, self.section, self.frame_program = skeleton, section, program
-        if program is None:
-            self._whole()
-            return
-        self.frame_error = None
+        if program is not None:
+            self.frame_error = None
+        return program is not None
+
+    def _assemble(self) -> None:
+        """The ops put into the frame's blocks, and the errors of those that do not parse."""
+        section, program = self.section, self.frame_program
         blocks = sorted((b.loc[0] - 1, b) for fn in program.functions.values() for b in fn.blocks.values() if b.loc)
         starts = [line for line, _ in blocks]
         for _, b in blocks:
@@ -223,6 +229,15 @@ class Reading:
             self.program = self.model.program
         except ParseError as e:
             self.errors = list(e.errors or [(e.line, e.column, e.message)])
+
+
+def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
+    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
+    most = min(len(old), len(new))
+    first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
+    last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),
+                most - first)
+    return first, len(old) - last, len(new) - last
 
 
 def _shift(p: OpPiece, lines: int) -> None:

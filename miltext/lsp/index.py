@@ -93,7 +93,7 @@ class Index:
             for fn_name, fn in program.functions.items():
                 if fn.loc is None:
                     continue
-                _, fn_end = layout.span_from(fn.loc[0] - 1)
+                fn_end = layout.span_from(fn.loc[0] - 1)[1]
                 for v in fn.inputs:
                     self._declare(decls, v, f"input of function `{fn_name}`", ((fn.loc[0] - 1, 0), fn_end))
                 for block in fn.blocks.values():

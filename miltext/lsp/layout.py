@@ -49,7 +49,7 @@ class Layout:
         self.pieces: list[Piece] = []
         self.frame: list[int] = []        # lines outside every op
         self.unclosed_braces: list = []   # (line, column, "{") of frame braces left open
-        self.spans: list = []             # (opening line, closing line) of each frame brace
+        self.spans: list = []             # (opening line, closing line, its column) of each frame brace
         self.kept = None                  # (i, n, k): pieces [:i] and [i + n:] are the old [:i] and [k:]
         if lines is None:
             return
@@ -90,7 +90,7 @@ class Layout:
         out.pieces += pieces[k:]
         out.frame += [n + delta for n in self.frame[hi:]]
         moved = lambda n: n + delta if n >= stop_old else n  # noqa: E731
-        out.spans = [(moved(a), moved(b)) for a, b in self.spans]
+        out.spans = [(moved(a), moved(b), c) for a, b, c in self.spans]
         out.unclosed_braces = [(moved(a), b, c) for a, b, c in self.unclosed_braces]
         return out
 
@@ -140,14 +140,18 @@ class Layout:
                 elif braces:
                     opened = braces.pop()
                     if not opened[3]:
-                        self.spans.append((opened[0], n))
+                        self.spans.append((opened[0], n, column))
         return braces, brackets, piece
 
     def span_from(self, line: int) -> tuple:
-        """(opening line, closing line) of the first frame brace opened on `line` or after (a
-        header's brace); the end of the text when there is none."""
-        i = bisect_left(self.spans, (line, -1))
-        return self.spans[i] if i < len(self.spans) else (line, 1 << 30)
+        """(opening line, closing line, closing column) of the first frame brace opened on
+        `line` or after (a header's brace); the end of the text when there is none."""
+        i = bisect_left(self.spans, (line, -1, -1))
+        return self.spans[i] if i < len(self.spans) else (line, 1 << 30, 0)
+
+    def is_frame(self, line: int) -> bool:
+        i = bisect_left(self.frame, line)
+        return i < len(self.frame) and self.frame[i] == line
 
 
 def _is_structure(line: str) -> bool:

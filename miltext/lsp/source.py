@@ -31,6 +31,7 @@ class Source:
         self.lines = text.split("\n") if lines is None else lines  # the parser counts lines at \n only
         self._line_starts = None
         self._ends: dict = {}
+        self.layout = None   # a lsp.layout.Layout of the text, when there is one: where its frame braces close
 
     @property
     def _starts(self) -> list[int]:
@@ -81,7 +82,14 @@ class Source:
         return self._ends[key]
 
     def _braced_end(self, start: tuple, outputs: bool) -> tuple:
-        depth, opened, text = 0, False, self.text
+        layout, text = self.layout, self.text
+        if layout is not None and layout.is_frame(start[0]):   # a function or block: no scan needed
+            _, line, column = layout.span_from(start[0])
+            if line < len(self.lines):
+                end = self.offset((line, column + 1))
+                more = _OUTPUTS.match(text, end) if outputs else None
+                return (line, column), self.position(more.end() if more else end)
+        depth, opened = 0, False
         for m in _SCAN.finditer(text, self.offset(start)):
             c = m.group()
             if c in _OPEN:

@@ -19,7 +19,7 @@ def declaration(name: str, t, modelmil: bool, program) -> str:
         return printer.var_decl(Var(name, t))
     if t is None:
         return name
-    return f"{modelmil_printer.type_text(t, text_version(program))} {name}"
+    return f"{modelmil_printer.type_text(t, text_version(program or Program()))} {name}"
 
 
 def inferred_types(program: Program) -> dict:
