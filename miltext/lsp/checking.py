@@ -85,6 +85,8 @@ def incremental(before, reading, index, diagnostics: list, weights: str | None =
         lines_of.update(range(pieces[i].piece.start, pieces[i].piece.end))
     fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, weights)
              if d.line is not None and d.line - 1 in lines_of]
+    if any(d.rule in ("undefined-name", "undefined-output") for d in fresh):
+        return None  # its "did you mean" draws on every name in reach, more than the part holds
     kept = []
     for d in diagnostics:
         if d.line is None:
