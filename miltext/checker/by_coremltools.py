@@ -8,6 +8,7 @@ import importlib.util
 import re
 
 from ..infer.errors import InferenceError, Refused
+from ..infer.symbols import concrete, fully_known
 from ..ir import Value
 from .compat import describe
 
@@ -96,9 +97,9 @@ def _input_named(op, detail: str) -> str | None:
 
 
 def _input_text(operands, key: str) -> str:
-    types = operands.types(key)
+    types = [concrete(t) for t in operands.types(key)]
     values = operands.values(key)
-    if len(types) == 1 and values[0] is not None and values[0].size <= 8:
+    if len(types) == 1 and fully_known(values[0]) and values[0].size <= 8:
         v = values[0]
         return repr(v.item()) if v.size == 1 and v.ndim == 0 else str(v.tolist())
     return ", ".join(describe(t) for t in types) or "nothing"
