@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from . import inference, model_section, names, ops, structure, values, weight_refs
+from ..bulk import bulk
 from .context import Context
 from .diagnostics import Diagnostic, in_source_order, with_file
 from .weights import WeightFiles
@@ -28,10 +29,11 @@ def check(program, *, filename: str | None = None, source: str | None = None,
     against the program."""
     weight_files = WeightFiles(weights) if weights is not None else None
     try:
-        ctx = Context(program, source, weight_files, section)
-        ctx.folder = os.path.dirname(os.path.abspath(filename)) if filename else None  # of npy(...) paths
-        for family in FAMILIES:
-            family.check(ctx)
+        with bulk():    # many small objects (inferred types) and no cycles, as in parsing
+            ctx = Context(program, source, weight_files, section)
+            ctx.folder = os.path.dirname(os.path.abspath(filename)) if filename else None  # of npy(...) paths
+            for family in FAMILIES:
+                family.check(ctx)
     finally:
         if weight_files is not None:
             weight_files.close()

@@ -7,9 +7,8 @@ from __future__ import annotations
 import importlib.util
 import re
 
-from ..infer.symbols import concrete, fully_known
-
 from ..infer.errors import InferenceError, Refused
+from ..infer.symbols import concrete, fully_known
 from ..ir import Value
 from .compat import describe
 

@@ -13,7 +13,7 @@ from .. import dtypes
 from .. import ops as op_table
 from ..infer import registry, walk
 from ..infer.errors import InferenceError, Refused, Unsupported
-from ..infer.symbols import concrete
+from ..infer.symbols import concrete, fully_known
 from ..ir import ListType, TensorType, Value
 from . import by_coremltools, flow_types, signature
 from .compat import compatible, describe
@@ -68,7 +68,7 @@ class Verifier:
         typed, computed = self._inputs(op, scope)
         types = self.verify(op, operands) if typed else None
         if computed and not op.type.startswith("constexpr_") and not (
-                operands.output_values and all(v is not None for v in operands.output_values)):
+                operands.output_values and all(map(fully_known, operands.output_values))):
             self._runtime_of(scope).update(v.name for v in op.outputs)
         return types
 

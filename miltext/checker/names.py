@@ -36,6 +36,10 @@ def _undefined(ctx: Context) -> None:
         return
     scopes_of = {id(s): scopes for scopes in ctx.resolution.scopes.values() for s in scopes}
     hint = ctx.from_print  # once, with the first undefined name
+    first = {}              # name -> the place of its first definition, for names defined twice
+    for _, earlier in ctx.resolution.redefinitions:
+        if earlier.loc is not None and (earlier.name not in first or earlier.loc < first[earlier.name]):
+            first[earlier.name] = earlier.loc
     for ref in undefined:
         loc = ctx.reference_loc(ref)
         what = var(ref.name) if ref.op is not None else f"block output {var(ref.name)}"
@@ -50,15 +54,18 @@ def _undefined(ctx: Context) -> None:
             notes = [ctx.note(None, PRINT_HINT.format(name=var(ref.name)))] if hint else []
             hint = False
             rule = "undefined-name" if ref.op is not None else "undefined-output"
-            own = {v.name for v in ref.op.outputs} if ref.op is not None else set()
-            meant = did_you_mean(ref.name, [n for n in _visible(ref.scope) if n not in own], spell=var)
+            meant = did_you_mean(ref.name, _visible(ref, first), spell=var)
             ctx.error(rule, loc, f"{what} is not defined{meant}", notes)
 
 
-def _visible(scope) -> list:
-    names = []
+def _visible(ref, first: dict) -> list:
+    """The names a use can see: defined in its scope or an enclosing one, before the use (for
+    an op's input; a block output sees the whole block)."""
+    before = ref.op.loc if ref.op is not None else None
+    names, scope = [], ref.scope
     while scope is not None:
-        names.extend(scope.names)
+        names.extend(name for name, v in scope.names.items()
+                     if before is None or v.loc is None or first.get(name, v.loc) < before)
         scope = scope.parent
     return names
 

@@ -6,10 +6,10 @@ import difflib
 
 def closest(name: str, known, *, cutoff: float = 0.6) -> str | None:
     """The known name nearest `name` (case aside), or None when none is near."""
-    known = [k for k in known if k != name]
     by_lower = {}
-    for k in known:
-        by_lower.setdefault(k.lower(), k)
+    for k in sorted(set(known)):    # sorted: the same names give the same answer in any order
+        if k != name:
+            by_lower.setdefault(k.lower(), k)
     if name.lower() in by_lower:
         return by_lower[name.lower()]
     found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=cutoff)
