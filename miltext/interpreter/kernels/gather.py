@@ -13,7 +13,7 @@ def _indices(a, key="indices"):
 @kernel("gather")
 def gather(a):
     x = np.asarray(a("x"))
-    axis = a.scalar("axis", 0)
+    axis = a.scalar("axis", 0) % max(x.ndim, 1)     # positive: the batched case shifts it
     batch_dims = a.scalar("batch_dims", 0)
     idx = _indices(a)
     idx = np.where(idx < 0, idx + x.shape[axis], idx)

@@ -28,8 +28,18 @@ _REDUCTIONS = {
     "reduce_l2_norm": lambda x, ax, k: np.sqrt((x * x).sum(axis=ax, keepdims=k)),
     "reduce_sum_square": lambda x, ax, k: (x * x).sum(axis=ax, keepdims=k),
     "reduce_log_sum": lambda x, ax, k: np.log(x.sum(axis=ax, keepdims=k)),
-    "reduce_log_sum_exp": lambda x, ax, k: np.log(np.exp(x).sum(axis=ax, keepdims=k)),
+    "reduce_log_sum_exp": lambda x, ax, k: _log_sum_exp(x, ax, k),
 }
+
+
+def _log_sum_exp(x, axes, keep):
+    """log(sum(exp(x))) shifted by the max, so large values do not overflow exp; an infinite
+    max is the answer itself (inf - inf would be NaN)."""
+    m = x.max(axis=axes, keepdims=True)
+    shift = np.where(np.isfinite(m), m, 0)
+    out = shift + np.log(np.exp(x - shift).sum(axis=axes, keepdims=True))
+    out = np.where(np.isinf(m), m, out)
+    return out if keep else np.squeeze(out, axis=axes)
 
 for _name, _fn in _REDUCTIONS.items():
     kernel(_name)(_reduction(_fn))

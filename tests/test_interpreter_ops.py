@@ -1,0 +1,289 @@
+"""Each kernel family on its edge cases (broadcast corners, empty tensors, negative axes,
+NaN/inf, fp16 overflow, integer rules, every pad/sampling mode), held to expectations written
+in NumPy from the op definitions (coremltools' MIL op docs), not from the kernels."""
+import itertools
+
+import numpy as np
+import pytest
+
+import miltext
+from miltext.interpreter import run
+
+_DTYPES = {np.float32: "fp32", np.float16: "fp16", np.int32: "int32", np.bool_: "bool"}
+
+
+def run_op(op: str, outputs=("y",), **inputs):
+    """One op (text after `%y = `, or a full `%a, %b = ...` line) run on the named inputs."""
+    params = ", ".join(f"%{k}: ({''.join(f'{d}, ' for d in v.shape)}{_DTYPES[v.dtype.type]})" for k, v in inputs.items())
+    line = op if "=" in op.split("(")[0] else f"%y = {op}"
+    text = f"main[CoreML7]({params}) {{\n  block0() {{\n    {line}\n  }} -> ({', '.join('%' + o for o in outputs)})\n}}\n"
+    got = run(miltext.loads(text), inputs)
+    return got[outputs[0]] if len(outputs) == 1 else tuple(got[o] for o in outputs)
+
+
+def f32(x):
+    return np.asarray(x, np.float32)
+
+
+def i32(x):
+    return np.asarray(x, np.int32)
+
+
+def same(got, want, exact=False):
+    want = np.asarray(want)
+    assert got.shape == want.shape, f"{got.shape} != {want.shape}"
+    if exact:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1e-6)
+
+
+RNG = np.random.default_rng(0)
+SPECIAL = f32([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5])
+
+
+# ---- elementwise binary: NumPy broadcasting, IEEE specials, integer floor rules ------------------
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "real_div": np.true_divide,
+          "maximum": np.maximum, "minimum": np.minimum, "pow": np.power,
+          "less": np.less, "greater_equal": np.greater_equal, "equal": np.equal, "not_equal": np.not_equal}
+SHAPES = [((), (2, 3, 4)), ((2, 1, 4), (3, 1)), ((1,), (2, 0, 3)), ((2, 0, 1), (1, 5)), ((4,), (4,))]
+
+
+@pytest.mark.parametrize("op, shapes", list(itertools.product(BINARY, SHAPES)))
+def test_binary_ops_broadcast_as_numpy_does(op, shapes):
+    x, y = f32(RNG.uniform(0.5, 2, shapes[0])), f32(RNG.uniform(0.5, 2, shapes[1]))
+    with np.errstate(all="ignore"):
+        same(run_op(f"{op}(x=%x, y=%y)", x=x, y=y), BINARY[op](x, y))
+
+
+@pytest.mark.parametrize("op", BINARY)
+def test_binary_ops_carry_nan_and_inf_as_ieee_does(op):
+    x, y = SPECIAL[:, None], SPECIAL[None, :]     # every pair of specials
+    with np.errstate(all="ignore"):
+        same(run_op(f"{op}(x=%x, y=%y)", x=x, y=y), BINARY[op](x, y), exact=True)
+
+
+def test_fp16_arithmetic_overflows_to_inf():
+    x = np.array([60000, -60000, 300, 1], np.float16)
+    same(run_op("add(x=%x, y=%x)", x=x), np.array([np.inf, -np.inf, 600, 2], np.float16), exact=True)
+    same(run_op("mul(x=%x, y=%x)", x=x), np.array([np.inf, np.inf, np.inf, 1], np.float16), exact=True)
+    assert run_op("mul(x=%x, y=%x)", x=x).dtype == np.float16
+
+
+# floor_div rounds toward negative infinity and mod takes the divisor's sign (Python's operator.floordiv
+# and operator.mod, which the definitions name), for ints and floats alike.
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_floor_div_and_mod_follow_the_divisors_sign(dtype):
+    x = np.array([7, -7, 7, -7, 0, 6, -6], dtype)
+    y = np.array([2, 2, -2, -2, 3, -3, 4], dtype)
+    div = [a // b for a, b in zip(x.tolist(), y.tolist())]
+    rem = [a % b for a, b in zip(x.tolist(), y.tolist())]
+    same(run_op("floor_div(x=%x, y=%y)", x=x, y=y), np.array(div, dtype), exact=True)
+    same(run_op("mod(x=%x, y=%y)", x=x, y=y), np.array(rem, dtype), exact=True)
+
+
+def test_logical_ops_on_bools_broadcast():
+    x, y = np.array([[True], [False]]), np.array([True, False, True])
+    same(run_op("logical_xor(x=%x, y=%y)", x=x, y=y), np.logical_xor(x, y), exact=True)
+    same(run_op("logical_and(x=%x, y=%y)", x=x, y=y), np.logical_and(x, y), exact=True)
+
+
+# ---- elementwise unary, epsilon inputs, cast --------------------------------------------------
+UNARY = {"abs": np.abs, "ceil": np.ceil, "floor": np.floor, "sign": np.sign, "sqrt": np.sqrt,
+         "exp": np.exp, "tanh": np.tanh, "sin": np.sin, "square": np.square,
+         "round": np.round,   # the definition: half to even
+         "erf": None}
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_ops_on_specials_and_empty(op):
+    import math
+    x = np.concatenate([SPECIAL, f32([0.5, 1.5, 2.5, -0.5, 100.0])])
+    fn = UNARY[op] or np.vectorize(math.erf)
+    with np.errstate(all="ignore"):
+        same(run_op(f"{op}(x=%x)", x=x), fn(x.astype(np.float64)).astype(np.float32))
+    assert run_op(f"{op}(x=%x)", x=np.zeros((0, 3), np.float32)).shape == (0, 3)
+
+
+def test_log_inverse_rsqrt_add_their_epsilon():
+    x = f32([0.0, 1.0, 4.0, np.inf])
+    with np.errstate(all="ignore"):
+        same(run_op("log(x=%x)", x=x), np.log(x + f32(1e-45)))
+        same(run_op("log(x=%x, epsilon=1.0)", x=x), np.log(x + 1))
+        same(run_op("inverse(x=%x)", x=x), 1 / (x + f32(1e-4)))
+        same(run_op("rsqrt(x=%x, epsilon=1.0)", x=x), 1 / np.sqrt(x + 1))
+
+
+def test_cast_float_to_int_truncates_toward_zero():
+    x = f32([2.7, -2.7, 0.5, -0.5, 3.0])
+    same(run_op('cast(x=%x, dtype="int32")', x=x), i32([2, -2, 0, 0, 3]), exact=True)
+    same(run_op('cast(x=%x, dtype="fp16")', x=f32([70000.0, 1.0])), np.array([np.inf, 1], np.float16), exact=True)
+    same(run_op('cast(x=%x, dtype="bool")', x=f32([0.0, -1.0, np.nan])), np.array([False, True, True]), exact=True)
+
+
+def test_clip_and_select_with_specials():
+    x = SPECIAL
+    same(run_op("clip(x=%x, alpha=-1.0, beta=1.0)", x=x), np.clip(x, -1, 1), exact=True)
+    c = np.array([True, False, True, False, True, False, True])
+    same(run_op("select(cond=%c, a=%x, b=0.0)", c=c, x=x), np.where(c, x, 0), exact=True)
+
+
+# ---- reductions ------------------------------------------------------------------------------
+REDUCE = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": np.max, "reduce_min": np.min,
+          "reduce_prod": np.prod,
+          "reduce_l1_norm": lambda x, axis, keepdims: np.abs(x).sum(axis=axis, keepdims=keepdims),
+          "reduce_l2_norm": lambda x, axis, keepdims: np.sqrt((x * x).sum(axis=axis, keepdims=keepdims)),
+          "reduce_sum_square": lambda x, axis, keepdims: (x * x).sum(axis=axis, keepdims=keepdims),
+          "reduce_log_sum": lambda x, axis, keepdims: np.log(x.sum(axis=axis, keepdims=keepdims)),
+          "reduce_log_sum_exp": lambda x, axis, keepdims: np.log(np.exp(x.astype(np.float64)).sum(axis=axis, keepdims=keepdims))}
+AXES = [[-1], [0, -1], [-2], [1, 2], None]
+
+
+@pytest.mark.parametrize("op, axes, keep", list(itertools.product(REDUCE, AXES, [True, False])))
+def test_reductions_over_negative_and_several_axes(op, axes, keep):
+    x = f32(RNG.uniform(0.5, 2, (2, 3, 4)))
+    arg = "" if axes is None else f"axes={axes}, "
+    want = REDUCE[op](x.astype(np.float64), axis=None if axes is None else tuple(axes), keepdims=keep)
+    same(run_op(f"{op}(x=%x, {arg}keep_dims={keep})", x=x), np.asarray(want, np.float32))
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_max", "reduce_mean", "reduce_log_sum_exp"])
+def test_reductions_carry_nan_and_inf(op):
+    x = f32([[np.nan, 1.0], [np.inf, 1.0], [-np.inf, 1.0], [np.inf, -np.inf]])
+    with np.errstate(all="ignore"):
+        same(run_op(f"{op}(x=%x, axes=[-1])", x=x), REDUCE[op](x.astype(np.float64), axis=-1, keepdims=False).astype(np.float32), exact=True)
+
+
+def test_log_sum_exp_of_large_values_does_not_overflow():
+    # log(sum(exp(x))) is ~1000.69 here, though exp(1000) overflows in any float
+    x = f32([[1000.0, 1000.0], [-1000.0, -1000.0]])
+    same(run_op("reduce_log_sum_exp(x=%x, axes=[-1])", x=x), f32([1000 + np.log(2), -1000 + np.log(2)]))
+
+
+def test_a_sum_over_an_empty_dim_is_zero():
+    x = np.zeros((2, 0, 3), np.float32)
+    same(run_op("reduce_sum(x=%x, axes=[-2])", x=x), np.zeros((2, 3), np.float32), exact=True)
+    same(run_op("reduce_prod(x=%x, axes=[1], keep_dims=True)", x=x), np.ones((2, 1, 3), np.float32), exact=True)
+
+
+@pytest.mark.parametrize("op, fn", [("reduce_argmax", np.argmax), ("reduce_argmin", np.argmin)])
+@pytest.mark.parametrize("axis", [0, -1, -2])
+def test_arg_reductions_with_negative_axes(op, fn, axis):
+    x = f32([[[3, 1, 3], [0, 5, 5]], [[2, 2, 1], [7, 0, 0]]])     # ties: the first index
+    same(run_op(f"{op}(x=%x, axis={axis}, keep_dims=True)", x=x), np.expand_dims(fn(x, axis), axis), exact=True)
+    same(run_op(f"{op}(x=%x, axis={axis})", x=x), fn(x, axis), exact=True)
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+@pytest.mark.parametrize("exclusive, reverse", list(itertools.product([False, True], [False, True])))
+def test_cumsum_exclusive_and_reverse(axis, exclusive, reverse):
+    x = f32(RNG.integers(-3, 4, (3, 4)))
+    xs = np.flip(x, axis) if reverse else x
+    out = np.cumsum(xs, axis)
+    if exclusive:   # the sum of the values strictly before
+        out = np.concatenate([np.zeros_like(np.take(out, [0], axis)), np.delete(out, -1, axis)], axis)
+    want = np.flip(out, axis) if reverse else out
+    same(run_op(f"cumsum(x=%x, axis={axis}, exclusive={exclusive}, reverse={reverse})", x=x), want, exact=True)
+
+
+# ---- softmax and activations --------------------------------------------------------------------
+def softmax_ref(x, axis):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, -2])
+def test_softmax_of_large_and_infinite_values(axis):
+    x = f32([[1000.0, 1000.0, -np.inf], [-np.inf, 0.0, 1.0], [88.0, 89.0, -1000.0]])
+    same(run_op(f"softmax(x=%x, axis={axis})", x=x), softmax_ref(x, axis).astype(np.float32))
+
+
+def test_softmax_in_fp16_keeps_its_dtype():
+    x = np.array([[10000.0, 10000.0, 0.0]], np.float16)
+    got = run_op("softmax(x=%x, axis=-1)", x=x)
+    assert got.dtype == np.float16
+    same(got, np.array([[0.5, 0.5, 0.0]], np.float16), exact=True)
+
+
+# ---- slicing, gathering, padding --------------------------------------------------------------
+X3 = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+
+
+@pytest.mark.parametrize("args, want", [
+    ("begin=[0, 0, 3], end=[2, 3, 0], stride=[1, 1, -1]", X3[0:2, 0:3, 3:0:-1]),
+    ("begin=[1, 2, -1], end=[0, 0, 0], stride=[-1, -1, -2], end_mask=[True, True, True]", X3[1::-1, 2::-1, -1::-2]),
+    ("begin=[0, 1, 0], end=[0, 0, 0], begin_mask=[True, False, True], end_mask=[True, True, True]", X3[:, 1:, :]),
+    ("begin=[0, -1, 1], end=[1, 0, 3], squeeze_mask=[False, True, False]", X3[0:1, -1, 1:3]),
+    ("begin=[-1, -3, -4], end=[2, -1, 4]", X3[-1:2, -3:-1, -4:4]),
+])
+def test_slice_by_index_masks_and_negative_strides(args, want):
+    same(run_op(f"slice_by_index(x=%x, {args})", x=X3), want, exact=True)
+
+
+def test_slice_by_size_to_the_end():
+    same(run_op("slice_by_size(x=%x, begin=[1, 0, 2], size=[-1, 2, -1])", x=X3), X3[1:, 0:2, 2:], exact=True)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -2])
+def test_gather_with_negative_indices_and_axes(axis):
+    idx = i32([[-1, 0], [1, -2]])
+    same(run_op(f"gather(x=%x, indices=%i, axis={axis})", x=X3, i=idx), np.take(X3, idx, axis=axis), exact=True)
+
+
+def test_gather_with_batch_dims_and_a_negative_axis():
+    idx = i32([[2, -1], [0, 0]])      # one index row per batch
+    want = np.stack([np.take(X3[b], idx[b], axis=-1) for b in range(2)])
+    same(run_op("gather(x=%x, indices=%i, axis=-1, batch_dims=1)", x=X3, i=idx), want, exact=True)
+
+
+def test_gather_along_axis_with_negative_indices():
+    idx = i32(np.array([[[-1, 0, 1, -4]] * 3] * 2))
+    same(run_op("gather_along_axis(x=%x, indices=%i, axis=-1)", x=X3, i=idx),
+         np.take_along_axis(X3, np.where(idx < 0, idx + 4, idx), axis=-1), exact=True)
+
+
+def test_gather_nd_reads_index_tuples():
+    idx = i32([[1, 2], [0, -1]])
+    same(run_op("gather_nd(x=%x, indices=%i)", x=X3, i=idx), np.stack([X3[1, 2], X3[0, -1]]), exact=True)
+
+
+@pytest.mark.parametrize("mode, np_mode", [("constant", "constant"), ("reflect", "reflect"), ("replicate", "edge")])
+def test_pad_modes_on_the_last_dims(mode, np_mode):
+    got = run_op(f'pad(x=%x, pad=[1, 2, 3, 0], mode="{mode}", constant_val=7.0)', x=X3)
+    kw = {"constant_values": 7.0} if mode == "constant" else {}
+    same(got, np.pad(X3, [(0, 0), (1, 2), (3, 0)], mode=np_mode, **kw), exact=True)
+
+
+def test_concat_and_split_on_negative_axes_with_empty_parts():
+    e = np.zeros((2, 3, 0), np.float32)
+    same(run_op("concat(values=(%x, %e, %x), axis=-1, interleave=False)", x=X3, e=e), np.concatenate([X3, X3], -1), exact=True)
+    a, b = run_op("%a, %b = split(x=%x, split_sizes=[1, 3], axis=-1)", outputs=("a", "b"), x=X3)
+    same(a, X3[..., :1], exact=True)
+    same(b, X3[..., 1:], exact=True)
+
+
+@pytest.mark.parametrize("ascending", [False, True])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_topk_both_orders_on_any_axis(ascending, axis):
+    x = f32([[3, 1, 2, 1], [0, 5, 5, -1], [4, 4, 4, 4]])
+    v, i = run_op(f"%v, %i = topk(x=%x, k=2, axis={axis}, ascending={ascending})", outputs=("v", "i"), x=x)
+    # ties keep the lower index first (stable), as coremltools' value inference sorts
+    order = np.argsort(x if ascending else -x, axis=axis, kind="stable")
+    idx = np.take(order, [0, 1], axis=axis)
+    same(i, idx, exact=True)
+    same(v, np.take_along_axis(x, idx, axis=axis), exact=True)
+
+
+# ---- normalization --------------------------------------------------------------------------
+@pytest.mark.parametrize("axes", [[-1], [-2, -1], [1, 2], [0, 2]])
+def test_layer_norm_over_several_axes(axes):
+    x = f32(RNG.normal(size=(2, 3, 4)))
+    ax = tuple(a % 3 for a in axes)
+    shape = [x.shape[a] for a in sorted(ax)]
+    gamma, beta = f32(RNG.normal(size=shape)), f32(RNG.normal(size=shape))
+    xd = x.astype(np.float64)
+    norm = (xd - xd.mean(ax, keepdims=True)) / np.sqrt(xd.var(ax, keepdims=True) + 1e-5)
+    bshape = [x.shape[i] if i in ax else 1 for i in range(3)]
+    want = norm * gamma.reshape(bshape) + beta.reshape(bshape)
+    same(run_op(f"layer_norm(x=%x, axes={axes}, gamma=%g, beta=%b, epsilon=1e-5)", x=x, g=gamma, b=beta), want)
