@@ -287,3 +287,114 @@ def test_layer_norm_over_several_axes(axes):
     bshape = [x.shape[i] if i in ax else 1 for i in range(3)]
     want = norm * gamma.reshape(bshape) + beta.reshape(bshape)
     same(run_op(f"layer_norm(x=%x, axes={axes}, gamma=%g, beta=%b, epsilon=1e-5)", x=x, g=gamma, b=beta), want)
+
+
+# ---- convolution and pooling: a direct loop over output positions as the reference --------------
+def same_pads(size, k, s, d, lower):
+    """The definitions' "same": out = ceil(size / s); the odd pixel after (same) or before (same_lower)."""
+    total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+    return (total - total // 2, total // 2) if lower else (total // 2, total - total // 2)
+
+
+def conv_ref(x, w, strides, dilations, pads, groups=1):
+    x = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + pads)
+    n, k = x.ndim - 2, w.shape[2:]
+    out_sizes = [(x.shape[2 + i] - (k[i] - 1) * dilations[i] - 1) // strides[i] + 1 for i in range(n)]
+    cg, og = x.shape[1] // groups, w.shape[0] // groups
+    y = np.zeros((x.shape[0], w.shape[0], *out_sizes))
+    for o in range(w.shape[0]):
+        g = o // og
+        for pos in itertools.product(*map(range, out_sizes)):
+            for kk in itertools.product(*map(range, k)):
+                at = tuple(p * s + q * d for p, s, q, d in zip(pos, strides, kk, dilations))
+                y[(slice(None), o) + pos] += x[(slice(None), slice(g * cg, (g + 1) * cg)) + at] @ w[(o, slice(None)) + kk]
+    return y
+
+
+CONVS = [   # spatial, kernel, strides, dilations, groups, pad_type, custom pad
+    ((7,), (3,), [2], [1], 1, "valid", None),
+    ((8,), (4,), [3], [2], 2, "same", None),
+    ((6, 7), (3, 2), [2, 1], [1, 2], 1, "same", None),
+    ((6, 7), (2, 3), [2, 2], [1, 1], 1, "same_lower", None),
+    ((5, 5), (3, 3), [1, 2], [2, 1], 2, "custom", [1, 0, 2, 3]),
+    ((4, 5), (3, 3), [1, 1], [1, 1], 4, "valid", None),          # depthwise
+    ((4, 5, 3), (2, 3, 2), [1, 2, 1], [1, 1, 2], 1, "same", None),   # 3D
+    ((4, 4, 4), (3, 1, 2), [2, 1, 1], [1, 1, 1], 2, "custom", [1, 1, 0, 2, 1, 0]),
+]
+
+
+@pytest.mark.parametrize("spatial, k, strides, dil, groups, pad_type, pad", CONVS)
+def test_conv_every_pad_type_group_dilation_and_rank(spatial, k, strides, dil, groups, pad_type, pad):
+    x = f32(RNG.normal(size=(2, 4, *spatial)))
+    w = f32(RNG.normal(size=(6 if groups != 4 else 4, 4 // groups, *k)))
+    b = f32(RNG.normal(size=w.shape[0]))
+    if pad_type == "custom":
+        pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(len(k))]
+    elif pad_type == "valid":
+        pads = [(0, 0)] * len(k)
+    else:
+        pads = [same_pads(*args, pad_type == "same_lower") for args in zip(spatial, k, strides, dil)]
+    want = conv_ref(x, w, strides, dil, pads, groups) + b.reshape((1, -1) + (1,) * len(k))
+    if pad_type.startswith("same"):
+        assert want.shape[2:] == tuple(-(-s // st) for s, st in zip(spatial, strides))
+    extra = f", pad={pad}" if pad else ""
+    got = run_op(f'conv(x=%x, weight=%w, bias=%b, strides={strides}, dilations={dil}, groups={groups}, '
+                 f'pad_type="{pad_type}"{extra})', x=x, w=w, b=b)
+    same(got, want.astype(np.float32))
+
+
+def pool_ref(x, k, strides, pads, ceil_mode, reduce, pad_value, exclude=True):
+    """Windows per the definition's output size; a window's padding excluded from an average
+    when asked (else counted, though never beyond the padded input's end)."""
+    n = len(k)
+    out_sizes = []
+    for size, kk, s, (b, e) in zip(x.shape[2:], k, strides, pads):
+        if ceil_mode:
+            o = (size + b + e - kk + s - 1) // s + 1
+            if (o - 1) * s >= size + b and (b > 0 or e > 0):
+                o -= 1
+        else:
+            o = (size + b + e - kk) // s + 1
+        out_sizes.append(o)
+    y = np.zeros(x.shape[:2] + tuple(out_sizes))
+    for pos in itertools.product(*map(range, out_sizes)):
+        lo = [p * s - b for p, s, (b, _) in zip(pos, strides, pads)]
+        hi = [l + kk for l, kk in zip(lo, k)]
+        real = tuple(slice(max(l, 0), min(h, size)) for l, h, size in zip(lo, hi, x.shape[2:]))
+        win = x[(slice(None), slice(None)) + real].astype(np.float64)
+        if reduce == "max":
+            y[(slice(None), slice(None)) + pos] = win.max(axis=tuple(range(2, 2 + n)))
+        else:
+            padded_end = [min(h, size + e) for h, size, (_, e) in zip(hi, x.shape[2:], pads)]
+            count = np.prod([r.stop - r.start for r in real]) if exclude else \
+                np.prod([pe - l for pe, l in zip(padded_end, lo)])
+            y[(slice(None), slice(None)) + pos] = win.sum(axis=tuple(range(2, 2 + n))) / count
+    return y
+
+
+POOLS = [   # spatial, kernel, strides, pad_type, custom pad, ceil_mode
+    ((7, 7), (3, 3), [2, 2], "valid", None, False),
+    ((7, 6), (3, 3), [2, 2], "valid", None, True),
+    ((6, 6), (3, 2), [2, 2], "custom", [1, 1, 0, 1], True),
+    ((5, 8), (2, 3), [2, 3], "same", None, False),
+    ((5, 8), (3, 3), [2, 3], "same_lower", None, False),
+    ((9,), (3,), [3], "custom", [1, 1], True),
+    ((4, 5, 6), (2, 2, 3), [2, 2, 2], "custom", [1, 0, 0, 1, 1, 1], False),
+]
+
+
+@pytest.mark.parametrize("spatial, k, strides, pad_type, pad, ceil", POOLS)
+@pytest.mark.parametrize("op, exclude", [("max_pool", None), ("avg_pool", True), ("avg_pool", False)])
+def test_pooling_with_ceil_mode_and_padding_in_averages(spatial, k, strides, pad_type, pad, ceil, op, exclude):
+    x = f32(RNG.normal(size=(1, 2, *spatial)))
+    if pad_type == "custom":
+        pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(len(k))]
+    elif pad_type == "valid":
+        pads = [(0, 0)] * len(k)
+    else:
+        pads = [same_pads(s, kk, st, 1, pad_type == "same_lower") for s, kk, st in zip(spatial, k, strides)]
+    want = pool_ref(x, k, strides, pads, ceil, "max" if op == "max_pool" else "avg", None, exclude)
+    extra = (f", pad={pad}" if pad else "") + ("" if exclude is None else f", exclude_padding_from_average={exclude}")
+    got = run_op(f'{op}(x=%x, kernel_sizes={list(k)}, strides={strides}, pad_type="{pad_type}", '
+                 f'ceil_mode={ceil}{extra})', x=x)
+    same(got, want.astype(np.float32))
