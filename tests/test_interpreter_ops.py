@@ -398,3 +398,36 @@ def test_pooling_with_ceil_mode_and_padding_in_averages(spatial, k, strides, pad
     got = run_op(f'{op}(x=%x, kernel_sizes={list(k)}, strides={strides}, pad_type="{pad_type}", '
                  f'ceil_mode={ceil}{extra})', x=x)
     same(got, want.astype(np.float32))
+
+
+# ---- resampling: the grid points the definition lists for an input [0, 1] ----------------------
+@pytest.mark.parametrize("mode, out, grid", [
+    ("UNALIGN_CORNERS", 5, [0, 0.1, 0.5, 0.9, 1]),
+    ("STRICT_ALIGN_CORNERS", 5, [0, 0.25, 0.5, 0.75, 1]),
+    ("ALIGN_CORNERS", 5, [0, 0.25, 0.5, 0.75, 1]),
+    ("DEFAULT", 5, [0, 0.4, 0.8, 1, 1]),
+    ("OFFSET_CORNERS", 5, [0.1, 0.3, 0.5, 0.7, 0.9]),
+    ("UNALIGN_CORNERS", 6, [0, 0, 1 / 3, 2 / 3, 1, 1]),
+    ("DEFAULT", 6, [0, 1 / 3, 2 / 3, 1, 1, 1]),
+    ("OFFSET_CORNERS", 6, [1 / 12, 3 / 12, 5 / 12, 7 / 12, 9 / 12, 11 / 12]),
+    ("ALIGN_CORNERS", 1, [0.5]),           # one output: the middle, unless strict
+    ("STRICT_ALIGN_CORNERS", 1, [0.0]),
+])
+def test_resize_bilinear_samples_the_definitions_grid(mode, out, grid):
+    x = f32([[[0.0, 1.0]]])      # (1, 1, 2): linear interpolation of [0, 1] reads back the grid point
+    got = run_op(f'resize_bilinear(x=%x, target_size_height=1, target_size_width={out}, sampling_mode="{mode}")', x=x)
+    same(got, f32([[grid]]))
+
+
+def test_resize_bilinear_on_both_dims_and_batch():
+    x = f32(RNG.normal(size=(2, 3, 2, 4)))
+    got = run_op('resize_bilinear(x=%x, target_size_height=3, target_size_width=2, sampling_mode="STRICT_ALIGN_CORNERS")', x=x)
+    want = x[..., [0, 1], :][..., :, [0, 3]]   # corners of a 2-row input onto 3 rows: the middle row averaged
+    want = np.stack([want[..., 0, :], (want[..., 0, :] + want[..., 1, :]) / 2, want[..., 1, :]], axis=-2)
+    same(got, want)
+
+
+def test_upsample_nearest_neighbor_repeats_pixels():
+    x = f32(RNG.normal(size=(1, 2, 2, 3)))
+    got = run_op("upsample_nearest_neighbor(x=%x, scale_factor_height=2, scale_factor_width=3)", x=x)
+    same(got, x.repeat(2, axis=-2).repeat(3, axis=-1), exact=True)

@@ -14,7 +14,12 @@ def _source(out: int, size: int, rule: str, scale: float | None = None) -> np.nd
     dst = np.arange(out, dtype=np.float64)
     scale = out / size if scale is None else scale
     if rule == "align_corners":
+        return dst * ((size - 1) / (out - 1)) if out > 1 else np.full(out, (size - 1) / 2)
+    if rule == "strict_align_corners":
         return dst * ((size - 1) / (out - 1)) if out > 1 else np.zeros(out)
+    if rule == "offset_corners":
+        delta = max(1, size - 1) / out
+        return 0.5 * delta + dst * delta
     if rule == "half_pixel":
         return np.maximum((dst + 0.5) / scale - 0.5, 0)
     if rule == "unaligned":
@@ -50,8 +55,8 @@ def upsample_bilinear(a):
     return _bilinear(a, sizes, rule, (sh, sw))
 
 
-_MODES = {"STRICT_ALIGN_CORNERS": "align_corners", "ALIGN_CORNERS": "align_corners",
-          "DEFAULT": "default", "UNALIGN_CORNERS": "unaligned"}
+_MODES = {"STRICT_ALIGN_CORNERS": "strict_align_corners", "ALIGN_CORNERS": "align_corners",
+          "DEFAULT": "default", "OFFSET_CORNERS": "offset_corners", "UNALIGN_CORNERS": "unaligned"}
 
 
 @kernel("resize_bilinear")
