@@ -431,3 +431,63 @@ def test_upsample_nearest_neighbor_repeats_pixels():
     x = f32(RNG.normal(size=(1, 2, 2, 3)))
     got = run_op("upsample_nearest_neighbor(x=%x, scale_factor_height=2, scale_factor_width=3)", x=x)
     same(got, x.repeat(2, axis=-2).repeat(3, axis=-1), exact=True)
+
+
+# ---- blocks between space, depth and batch ---------------------------------------------------
+def dcr_to_space(x, b):
+    """depth_to_space by index, as TensorFlow defines it: out[n, c, h*b+i, w*b+j] = x[n, (i*b+j)*C + c, h, w]."""
+    n, cb, h, w = x.shape
+    c = cb // (b * b)
+    y = np.zeros((n, c, h * b, w * b), x.dtype)
+    for i, j, k in itertools.product(range(b), range(b), range(c)):
+        y[:, k, i::b, j::b] = x[:, (i * b + j) * c + k]
+    return y
+
+
+def crd_to_space(x, b):
+    """pixel_shuffle by index, as PyTorch defines it: out[n, c, h*b+i, w*b+j] = x[n, c*b*b + i*b + j, h, w]."""
+    n, cb, h, w = x.shape
+    c = cb // (b * b)
+    y = np.zeros((n, c, h * b, w * b), x.dtype)
+    for i, j, k in itertools.product(range(b), range(b), range(c)):
+        y[:, k, i::b, j::b] = x[:, k * b * b + i * b + j]
+    return y
+
+
+@pytest.mark.parametrize("b", [2, 3])
+def test_depth_to_space_and_pixel_shuffle_orders_and_their_inverses(b):
+    x = f32(RNG.normal(size=(2, 2 * b * b, 3, 2)))
+    same(run_op(f"depth_to_space(x=%x, block_size={b})", x=x), dcr_to_space(x, b), exact=True)
+    same(run_op(f"pixel_shuffle(x=%x, upscale_factor={b})", x=x), crd_to_space(x, b), exact=True)
+    space = dcr_to_space(x, b)
+    same(run_op(f"space_to_depth(x=%x, block_size={b})", x=space), x, exact=True)
+    same(run_op(f"pixel_unshuffle(x=%x, downscale_factor=uint32({b}))", x=crd_to_space(x, b)), x, exact=True)
+
+
+def test_space_to_batch_and_back_as_the_definitions_example():
+    x = f32([[[[1, 2, 3, 4], [5, 6, 7, 8]]], [[[9, 10, 11, 12], [13, 14, 15, 16]]]])
+    batched = f32([[[[0, 1, 3]]], [[[0, 9, 11]]], [[[0, 2, 4]]], [[[0, 10, 12]]],
+                   [[[0, 5, 7]]], [[[0, 13, 15]]], [[[0, 6, 8]]], [[[0, 14, 16]]]])
+    same(run_op("space_to_batch(x=%x, block_shape=[2, 2], paddings=[[0, 0], [2, 0]])", x=x), batched, exact=True)
+    same(run_op("batch_to_space(x=%x, block_shape=[2, 2], crops=[[0, 0], [2, 0]])", x=batched), x, exact=True)
+
+
+# ---- random ops: the named distribution, repeatable under a seed ------------------------------
+def test_random_ops_draw_their_distribution_and_repeat_under_a_seed():
+    x = f32([0.0])
+    normal = run_op("random_normal(shape=[20000], mean=3.0, stddev=2.0, seed=5)", x=x)
+    assert normal.shape == (20000,) and abs(normal.mean() - 3) < 0.1 and abs(normal.std() - 2) < 0.1
+    same(run_op("random_normal(shape=[20000], mean=3.0, stddev=2.0, seed=5)", x=x), normal, exact=True)
+    uniform = run_op("random_uniform(shape=[100, 100], low=-1.0, high=3.0, seed=1)", x=x)
+    assert uniform.min() >= -1 and uniform.max() < 3 and abs(uniform.mean() - 1) < 0.05
+    bern = run_op("random_bernoulli(shape=[10000], prob=0.25, seed=2)", x=x)
+    assert set(np.unique(bern)) == {0.0, 1.0} and abs(bern.mean() - 0.25) < 0.02
+
+
+@pytest.mark.parametrize("mode, row", [("probs", [0.0, 0.7, 0.3, 0.0]), ("logits", list(np.log([1e-9, 0.7, 0.3, 1e-9])))])
+def test_random_categorical_draws_classes_by_their_weights(mode, row):
+    x = f32([row, row[::-1]])
+    got = run_op(f'random_categorical(x=%x, mode="{mode}", size=5000, seed=3)', x=x)
+    assert got.shape == (2, 5000)
+    assert set(np.unique(got[0])) <= {1.0, 2.0} and abs((got[0] == 1).mean() - 0.7) < 0.03
+    assert set(np.unique(got[1])) <= {1.0, 2.0} and abs((got[1] == 2).mean() - 0.7) < 0.03
