@@ -491,3 +491,34 @@ def test_random_categorical_draws_classes_by_their_weights(mode, row):
     assert got.shape == (2, 5000)
     assert set(np.unique(got[0])) <= {1.0, 2.0} and abs((got[0] == 1).mean() - 0.7) < 0.03
     assert set(np.unique(got[1])) <= {1.0, 2.0} and abs((got[1] == 2).mean() - 0.7) < 0.03
+
+
+# ---- memory: a value is let go after its last use ----------------------------------------------
+def test_a_chain_of_ops_holds_only_its_live_values():
+    import tracemalloc
+    x = np.zeros(1 << 20, np.float32)      # 4 MB; twenty steps would hold 80 MB if every value were kept
+    chain = "\n    ".join(f"%v{i + 1} = add(x=%v{i}, y=1.0)" for i in range(20))
+    text = f"main[CoreML7](%v0: ({x.size}, fp32)) {{\n  block0() {{\n    {chain}\n  }} -> (%v20)\n}}\n"
+    program = miltext.loads(text)
+    tracemalloc.start()
+    try:
+        got = run(program, {"v0": x})["v20"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    same(got, x + 20, exact=True)
+    assert peak < 5 * x.nbytes, f"peak {peak / 1e6:.0f} MB for a chain of 4 MB values"
+
+
+def test_conv_transpose_with_groups_strides_and_output_padding_by_scatter():
+    # the definition: each input pixel scatters weight * x into the output at stride steps
+    x = f32(RNG.normal(size=(1, 4, 3, 2)))
+    w = f32(RNG.normal(size=(4, 3, 2, 3)))      # (C_in, C_out / groups, kh, kw), groups=2 -> 6 outputs
+    s, d = (2, 1), (1, 2)
+    full = np.zeros((1, 6, (3 - 1) * s[0] + (2 - 1) * d[0] + 1, (2 - 1) * s[1] + (3 - 1) * d[1] + 1))
+    for ci, h, wi, i, j in itertools.product(range(4), range(3), range(2), range(2), range(3)):
+        g = ci // 2
+        full[0, g * 3:(g + 1) * 3, h * s[0] + i * d[0], wi * s[1] + j * d[1]] += x[0, ci, h, wi] * w[ci, :, i, j]
+    got = run_op(f'conv_transpose(x=%x, weight=%w, strides={list(s)}, dilations={list(d)}, groups=2, '
+                 f'pad_type="custom", pad=[1, 0, 0, 1])', x=x, w=w)
+    same(got, full[:, :, 1:, :-1].astype(np.float32))

@@ -41,6 +41,28 @@ def windows(x, kernel_shape, strides, dilations):
     return np.lib.stride_tricks.as_strided(x, shape, strides_, writeable=False)
 
 
+def correlate(padded, weight, strides, dilations, groups: int):
+    """(N, C, *spatial) padded input with (O, C / groups, *k) weights -> (N, O, *out), fp32.
+    One matrix product per kernel offset, accumulated: the memory is the output and one
+    strided slice of the input, never a copy of every window (k times the input)."""
+    n_spatial = padded.ndim - 2
+    kernel_shape = weight.shape[2:]
+    out = [(size - (k - 1) * d - 1) // s + 1 for size, k, s, d in zip(padded.shape[2:], kernel_shape, strides, dilations)]
+    if any(o <= 0 for o in out):
+        raise RunError(f"the kernel {tuple(kernel_shape)} does not fit the input's {tuple(padded.shape[2:])} (after padding)")
+    n, c = padded.shape[:2]
+    o_total = weight.shape[0]
+    if c % groups or o_total % groups or weight.shape[1] != c // groups:
+        raise RunError(f"weights {weight.shape} do not fit {c} input channels in {groups} group(s)")
+    w = weight.reshape((groups, o_total // groups, c // groups) + tuple(kernel_shape))
+    y = np.zeros((n, groups, o_total // groups, int(np.prod(out))), np.result_type(padded.dtype, weight.dtype, np.float32))
+    for offset in np.ndindex(*kernel_shape):
+        at = tuple(slice(q * d, q * d + (o - 1) * s + 1, s) for q, d, o, s in zip(offset, dilations, out, strides))
+        part = padded[(slice(None), slice(None)) + at].reshape(n, groups, c // groups, -1)
+        y += w[(Ellipsis,) + offset] @ part       # (G, Og, Cg) @ (N, G, Cg, P) -> (N, G, Og, P)
+    return y.reshape((n, o_total) + tuple(out))
+
+
 @kernel("conv")
 def conv(a):
     x = np.asarray(a("x"))
@@ -51,22 +73,11 @@ def conv(a):
     dilations = a.ints("dilations", None) or [1] * n
     groups = a.scalar("groups", 1)
     padded = np.pad(wide(x), [(0, 0), (0, 0)] + pads(a, x.shape[2:], kernel_shape, strides, dilations))
-    win = windows(padded, kernel_shape, strides, dilations)          # N, C, *out, *k
-    c_in, c_out = x.shape[1], weight.shape[0]
-    per_group_in, per_group_out = c_in // groups, c_out // groups
-    outs = []
-    for g in range(groups):
-        part = win[:, g * per_group_in:(g + 1) * per_group_in]
-        w = weight[g * per_group_out:(g + 1) * per_group_out]
-        # sum over channel and kernel dims: (N, Cg, *out, *k) x (Og, Cg, *k) -> (N, Og, *out)
-        letters = "abcdefghij"[:n]
-        k_letters = "klmnopqrs"[:n]
-        outs.append(np.einsum(f"NC{letters}{k_letters},OC{k_letters}->NO{letters}", part, w, optimize=True))
-    y = np.concatenate(outs, axis=1) if groups > 1 else outs[0]
+    y = correlate(padded, weight, strides, dilations, groups)
     bias = a("bias", None)
     if bias is not None:
-        y = y + wide(bias).reshape((1, -1) + (1,) * n)
-    return y.astype(x.dtype)
+        y += wide(bias).reshape((1, -1) + (1,) * n)
+    return y.astype(x.dtype, copy=False)
 
 
 @kernel("conv_transpose")
@@ -88,13 +99,9 @@ def conv_transpose(a):
     c_in = x.shape[1]
     per_in = c_in // groups
     flipped = weight[(slice(None), slice(None)) + (slice(None, None, -1),) * n]
-    outs = []
-    for g in range(groups):
-        w = np.swapaxes(flipped[g * per_in:(g + 1) * per_in], 0, 1)   # (C_out/g, C_in/g, *k)
-        win = windows(padded[:, g * per_in:(g + 1) * per_in], kernel_shape, [1] * n, dilations)
-        letters, k_letters = "abcdefghij"[:n], "klmnopqrs"[:n]
-        outs.append(np.einsum(f"NC{letters}{k_letters},OC{k_letters}->NO{letters}", win, w, optimize=True))
-    y = np.concatenate(outs, axis=1) if groups > 1 else outs[0]
+    # (C_in, C_out/g, *k) -> (C_out, C_in/g, *k): each group's in/out swapped, groups kept in order
+    swapped = np.concatenate([np.swapaxes(flipped[g * per_in:(g + 1) * per_in], 0, 1) for g in range(groups)])
+    y = correlate(padded, swapped, [1] * n, dilations, groups)
     # crop what the padding asked for, or to output_shape
     pad_type = str(a.scalar("pad_type", "valid"))
     if pad_type == "custom":
