@@ -522,3 +522,32 @@ def test_conv_transpose_with_groups_strides_and_output_padding_by_scatter():
     got = run_op(f'conv_transpose(x=%x, weight=%w, strides={list(s)}, dilations={list(d)}, groups=2, '
                  f'pad_type="custom", pad=[1, 0, 0, 1])', x=x, w=w)
     same(got, full[:, :, 1:, :-1].astype(np.float32))
+
+
+# ---- shape ops on negative axes and empty tensors --------------------------------------------
+@pytest.mark.parametrize("op, want", [
+    ("expand_dims(x=%x, axes=[-1, 0])", X3[None, ..., None]),
+    ("expand_dims(x=%x, axes=[-2])", X3[:, :, None, :]),
+    ("squeeze(x=%e, axes=[-1])", np.zeros((2, 0), np.float32)),
+    ("stack(values=(%x, %x), axis=-1)", np.stack([X3, X3], -1)),
+    ("stack(values=(%x, %x), axis=-4)", np.stack([X3, X3], 0)),
+    ("reverse(x=%x, axes=[-1, 0])", X3[::-1, :, ::-1]),
+    ("softmax(x=%e, axis=-2)", np.zeros((2, 0, 1), np.float32)),
+    ("transpose(x=%e, perm=[2, 0, 1])", np.zeros((1, 2, 0), np.float32)),
+    ("reduce_mean(x=%x, axes=[-3, -1], keep_dims=True)", X3.mean((0, 2), keepdims=True)),
+    ("tile(x=%e, reps=[1, 3, 2])", np.zeros((2, 0, 2), np.float32)),
+])
+def test_shape_ops_on_negative_axes_and_empty_tensors(op, want):
+    e = np.zeros((2, 0, 1), np.float32)
+    same(run_op(op, x=X3, e=e), want, exact=True)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_argsort_and_one_hot_on_negative_axes(axis):
+    x = f32([[3, 1, 2], [1, 1, 0]])
+    same(run_op(f"argsort(x=%x, axis={axis}, ascending=True)", x=x), np.argsort(x, axis, kind="stable"), exact=True)
+    same(run_op(f"argsort(x=%x, axis={axis})", x=x), np.argsort(-x, axis, kind="stable"), exact=True)
+    idx = i32([[0, 2], [1, -1]])          # out of range: all zeros, as one_hot defines
+    hot = (np.arange(3) == idx[..., None]).astype(np.float32)
+    same(run_op(f"one_hot(indices=%i, one_hot_vector_size=3, axis={axis if axis else 0})", i=idx),
+         hot if axis == -1 else np.moveaxis(hot, -1, 0), exact=True)

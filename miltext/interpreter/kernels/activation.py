@@ -99,5 +99,6 @@ def gelu(a):
 def softmax(a):
     x = _x(a)
     axis = a.scalar("axis", -1)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    # initial: an empty axis has no max, and its softmax is empty too
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))
     return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
