@@ -41,26 +41,33 @@ def windows(x, kernel_shape, strides, dilations):
     return np.lib.stride_tricks.as_strided(x, shape, strides_, writeable=False)
 
 
+_WINDOW_BUDGET = 1 << 25   # bytes of windows copied at once (einsum copies the strided view)
+
+
 def correlate(padded, weight, strides, dilations, groups: int):
-    """(N, C, *spatial) padded input with (O, C / groups, *k) weights -> (N, O, *out), fp32.
-    One matrix product per kernel offset, accumulated: the memory is the output and one
-    strided slice of the input, never a copy of every window (k times the input)."""
+    """(N, C, *spatial) padded input with (O, C / groups, *k) weights -> (N, O, *out).
+    One einsum per group over the windows view, taken a band of output rows at a time: einsum
+    copies the windows it reads (k times the input), so a band bounds that copy."""
     n_spatial = padded.ndim - 2
     kernel_shape = weight.shape[2:]
-    out = [(size - (k - 1) * d - 1) // s + 1 for size, k, s, d in zip(padded.shape[2:], kernel_shape, strides, dilations)]
-    if any(o <= 0 for o in out):
-        raise RunError(f"the kernel {tuple(kernel_shape)} does not fit the input's {tuple(padded.shape[2:])} (after padding)")
+    win = windows(padded, kernel_shape, strides, dilations)         # N, C, *out, *k
     n, c = padded.shape[:2]
     o_total = weight.shape[0]
     if c % groups or o_total % groups or weight.shape[1] != c // groups:
         raise RunError(f"weights {weight.shape} do not fit {c} input channels in {groups} group(s)")
-    w = weight.reshape((groups, o_total // groups, c // groups) + tuple(kernel_shape))
-    y = np.zeros((n, groups, o_total // groups, int(np.prod(out))), np.result_type(padded.dtype, weight.dtype, np.float32))
-    for offset in np.ndindex(*kernel_shape):
-        at = tuple(slice(q * d, q * d + (o - 1) * s + 1, s) for q, d, o, s in zip(offset, dilations, out, strides))
-        part = padded[(slice(None), slice(None)) + at].reshape(n, groups, c // groups, -1)
-        y += w[(Ellipsis,) + offset] @ part       # (G, Og, Cg) @ (N, G, Cg, P) -> (N, G, Og, P)
-    return y.reshape((n, o_total) + tuple(out))
+    out = win.shape[2:2 + n_spatial]
+    y = np.empty((n, o_total) + out, np.result_type(padded.dtype, weight.dtype))
+    row_bytes = win[:, :, :1].size * win.itemsize
+    band = max(1, _WINDOW_BUDGET // max(row_bytes, 1))
+    cg, og = c // groups, o_total // groups
+    letters, k_letters = "abcdefghij"[:n_spatial], "klmnopqrs"[:n_spatial]
+    spec = f"NC{letters}{k_letters},OC{k_letters}->NO{letters}"
+    for top in range(0, out[0], band):
+        rows = slice(top, top + band)
+        for g in range(groups):
+            part = win[:, g * cg:(g + 1) * cg, rows]
+            y[:, g * og:(g + 1) * og, rows] = np.einsum(spec, part, weight[g * og:(g + 1) * og], optimize=True)
+    return y
 
 
 @kernel("conv")
