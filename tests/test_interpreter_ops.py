@@ -551,3 +551,50 @@ def test_argsort_and_one_hot_on_negative_axes(axis):
     hot = (np.arange(3) == idx[..., None]).astype(np.float32)
     same(run_op(f"one_hot(indices=%i, one_hot_vector_size=3, axis={axis if axis else 0})", i=idx),
          hot if axis == -1 else np.moveaxis(hot, -1, 0), exact=True)
+
+
+# ---- activations: each definition's formula, at its thresholds and on specials -----------------
+ACT_X = f32([-np.inf, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 6.0, 7.0, np.inf, np.nan])
+
+
+def _sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("op, fn", [
+    ("relu(x=%x)", lambda x: np.maximum(x, 0)),
+    ("relu6(x=%x)", lambda x: np.minimum(np.maximum(x, 0), 6)),
+    ("leaky_relu(x=%x, alpha=0.1)", lambda x: np.where(x >= 0, x, 0.1 * x)),
+    ("elu(x=%x, alpha=2.0)", lambda x: np.where(x > 0, x, 2 * (np.exp(x) - 1))),
+    ("thresholded_relu(x=%x, alpha=1.0)", lambda x: np.where(x >= 1, x, 0)),          # x at alpha stays
+    ("clamped_relu(x=%x, alpha=0.5, beta=6.0)", lambda x: np.where(x >= 0, np.minimum(6, x), np.minimum(6, 0.5 * x))),
+    ("linear_activation(x=%x, alpha=2.0, beta=-1.0)", lambda x: 2 * x - 1),
+    ("scaled_tanh(x=%x, alpha=2.0, beta=0.5)", lambda x: 2 * np.tanh(0.5 * x)),
+    ("sigmoid(x=%x)", _sig),
+    ("sigmoid_hard(x=%x, alpha=0.25, beta=0.5)", lambda x: np.minimum(np.maximum(0.25 * x + 0.5, 0), 1)),
+    ("silu(x=%x)", lambda x: x * _sig(x)),
+    ("softplus(x=%x)", lambda x: np.log1p(np.exp(x))),
+    ("softsign(x=%x)", lambda x: x / (1 + np.abs(x))),
+    ('gelu(x=%x, mode="EXACT")', None),
+    ('gelu(x=%x, mode="TANH_APPROXIMATION")', lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))),
+    ('gelu(x=%x, mode="SIGMOID_APPROXIMATION")', lambda x: x * _sig(1.702 * x)),
+])
+def test_activations_follow_their_definitions(op, fn):
+    import math
+    if fn is None:
+        fn = np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))))
+    finite = ACT_X[np.isfinite(ACT_X)]
+    with np.errstate(all="ignore"):
+        same(run_op(op, x=finite), fn(finite.astype(np.float64)).astype(np.float32))
+        got, want = run_op(op, x=ACT_X[~np.isfinite(ACT_X)]), fn(ACT_X[~np.isfinite(ACT_X)].astype(np.float64))
+    assert np.array_equal(np.isnan(got), np.isnan(want)), f"NaN where the formula gives {want}"
+
+
+@pytest.mark.parametrize("rank", [3, 4, 5])
+def test_prelu_and_softplus_parametric_take_one_value_per_channel_the_second_dim(rank):
+    x = f32(RNG.normal(size=(2, 3) + (2,) * (rank - 2)))
+    alpha, beta = f32([0.1, 0.2, 0.3]), f32([1.0, 2.0, 0.5])
+    lay = (1, 3) + (1,) * (rank - 2)
+    same(run_op("prelu(x=%x, alpha=%a)", x=x, a=alpha), np.where(x >= 0, x, x * alpha.reshape(lay)))
+    same(run_op("softplus_parametric(x=%x, alpha=%a, beta=%b)", x=x, a=alpha, b=beta),
+         alpha.reshape(lay) * np.log1p(np.exp(beta.reshape(lay) * x.astype(np.float64))))
