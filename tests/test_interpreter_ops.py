@@ -598,3 +598,15 @@ def test_prelu_and_softplus_parametric_take_one_value_per_channel_the_second_dim
     same(run_op("prelu(x=%x, alpha=%a)", x=x, a=alpha), np.where(x >= 0, x, x * alpha.reshape(lay)))
     same(run_op("softplus_parametric(x=%x, alpha=%a, beta=%b)", x=x, a=alpha, b=beta),
          alpha.reshape(lay) * np.log1p(np.exp(beta.reshape(lay) * x.astype(np.float64))))
+
+
+@pytest.mark.parametrize("align, scale, grid", [
+    (False, 2.5, [0, 0.1, 0.5, 0.9, 1]),
+    (True, 2.5, [0, 0.25, 0.5, 0.75, 1]),
+    (False, 3.0, [0, 0, 1 / 3, 2 / 3, 1, 1]),
+    (True, 3.0, [0, 0.2, 0.4, 0.6, 0.8, 1]),
+])
+def test_upsample_bilinear_samples_the_definitions_grid(align, scale, grid):
+    x = f32([[[0.0, 1.0]]])
+    got = run_op(f"upsample_bilinear(x=%x, scale_factor_height=1.0, scale_factor_width={scale}, align_corners={align})", x=x)
+    same(got, f32([[grid]]))
