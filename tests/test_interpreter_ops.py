@@ -610,3 +610,43 @@ def test_upsample_bilinear_samples_the_definitions_grid(align, scale, grid):
     x = f32([[[0.0, 1.0]]])
     got = run_op(f"upsample_bilinear(x=%x, scale_factor_height=1.0, scale_factor_width={scale}, align_corners={align})", x=x)
     same(got, f32([[grid]]))
+
+
+# ---- scatter: every mode, negative indices and axes, repeated indices accumulate ------------------
+COMBINE = {"update": lambda d, u: u, "add": np.add, "sub": np.subtract, "mul": np.multiply,
+           "div": np.true_divide, "max": np.maximum, "min": np.minimum}
+
+
+@pytest.mark.parametrize("mode", COMBINE)
+@pytest.mark.parametrize("axis", [0, -1])
+def test_scatter_modes_along_negative_axes(mode, axis):
+    data = f32(RNG.uniform(1, 2, (3, 4)))
+    idx = [2, -1] if mode == "update" else [1, -1, 1]      # repeats only where the order cannot matter
+    shape = list(data.shape)
+    shape[axis] = len(idx)
+    upd = f32(RNG.uniform(1, 2, shape))
+    want = np.moveaxis(data.copy(), axis, 0)
+    for i, j in enumerate(idx):        # the definition: one update at a time, in index order
+        want[j] = COMBINE[mode](want[j], np.moveaxis(upd, axis, 0)[i])
+    got = run_op(f'scatter(data=%d, indices=%i, updates=%u, axis={axis}, mode="{mode}")', d=data, i=i32(idx), u=upd)
+    same(got, np.moveaxis(want, 0, axis))
+
+
+@pytest.mark.parametrize("mode", list(COMBINE))
+def test_scatter_along_axis_with_negative_and_repeated_indices(mode):
+    data = f32(RNG.uniform(1, 2, (2, 4)))
+    idx = i32([[0, -1], [-4, 2]] if mode == "update" else [[0, -1], [-4, 0]])   # row 1 names column 0 twice
+    upd = f32(RNG.uniform(1, 2, (2, 2)))
+    want = data.copy()
+    for r, c in itertools.product(range(2), range(2)):
+        j = idx[r, c] % 4
+        want[r, j] = COMBINE[mode](want[r, j], upd[r, c])
+    same(run_op(f'scatter_along_axis(data=%d, indices=%i, updates=%u, axis=-1, mode="{mode}")', d=data, i=idx, u=upd), want)
+
+
+@pytest.mark.parametrize("lower, upper", [(-1, 0), (0, -1), (1, 2), (-1, -1), (0, 0)])
+def test_band_part_keeps_the_band(lower, upper):
+    x = f32(RNG.normal(size=(2, 4, 5)))
+    r, c = np.indices((4, 5))
+    keep = ((lower < 0) | (r - c <= lower)) & ((upper < 0) | (c - r <= upper))
+    same(run_op(f"band_part(x=%x, lower={lower}, upper={upper})", x=x), np.where(keep, x, 0), exact=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import RunError
 from ..registry import kernel
 
 
@@ -67,10 +68,15 @@ def scatter_along_axis(a):
     where = tuple(grids)
     if mode == "update":
         data[where] = updates
+    elif mode in _AT:
+        _AT[mode].at(data, where, updates)     # unbuffered: a repeated index combines every update
     else:
-        np.add.at(data, where, updates) if mode == "add" else data.__setitem__(
-            where, _scatter_combine(mode, data[where], updates))
+        raise RunError(f"mode {mode!r} is none scatter knows ({', '.join(['update', *_AT])})")
     return data
+
+
+_AT = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+       "max": np.maximum, "min": np.minimum}
 
 
 @kernel("topk")
