@@ -650,3 +650,11 @@ def test_band_part_keeps_the_band(lower, upper):
     r, c = np.indices((4, 5))
     keep = ((lower < 0) | (r - c <= lower)) & ((upper < 0) | (c - r <= upper))
     same(run_op(f"band_part(x=%x, lower={lower}, upper={upper})", x=x), np.where(keep, x, 0), exact=True)
+
+
+def test_exclusive_cumsum_past_an_inf_and_over_an_empty_axis():
+    x = f32([[np.inf, 1.0, 2.0], [1.0, -np.inf, 3.0]])
+    same(run_op("cumsum(x=%x, axis=-1, exclusive=True)", x=x), f32([[0, np.inf, np.inf], [0, 1, -np.inf]]), exact=True)
+    same(run_op("cumsum(x=%x, axis=-1, exclusive=True, reverse=True)", x=x), f32([[3, 2, 0], [-np.inf, 3, 0]]), exact=True)
+    e = np.zeros((2, 0), np.float32)
+    same(run_op("cumsum(x=%e, axis=-1, exclusive=True)", e=e), e, exact=True)

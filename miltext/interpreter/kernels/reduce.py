@@ -68,7 +68,14 @@ def cumsum(a):
         x = np.flip(x, axis)
     out = np.cumsum(x, axis=axis)
     if a.scalar("exclusive", False):
-        out = out - x
+        # shifted one step, a zero first (subtracting x would turn an inf into NaN)
+        shifted = np.zeros_like(out)
+        lead = [slice(None)] * out.ndim
+        lead[axis] = slice(1, None)
+        tail = list(lead)
+        tail[axis] = slice(None, -1)
+        shifted[tuple(lead)] = out[tuple(tail)]
+        out = shifted
     if a.scalar("reverse", False):
         out = np.flip(out, axis)
     return out.astype(x.dtype)
