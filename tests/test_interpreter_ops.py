@@ -658,3 +658,24 @@ def test_exclusive_cumsum_past_an_inf_and_over_an_empty_axis():
     same(run_op("cumsum(x=%x, axis=-1, exclusive=True, reverse=True)", x=x), f32([[3, 2, 0], [-np.inf, 3, 0]]), exact=True)
     e = np.zeros((2, 0), np.float32)
     same(run_op("cumsum(x=%e, axis=-1, exclusive=True)", e=e), e, exact=True)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 2, 3, 4), (2, 1, 2, 3, 2)])
+def test_l2_norm_over_the_last_three_dims(shape):
+    x = f32(RNG.normal(size=shape))
+    flat = x.reshape(-1, int(np.prod(shape[-3:]))).astype(np.float64)       # leading dims are batch
+    want = flat / np.sqrt((flat * flat).sum(-1, keepdims=True) + 1e-6)
+    same(run_op("l2_norm(x=%x)", x=x), want.reshape(shape))
+
+
+@pytest.mark.parametrize("rank", [3, 4, 5])
+def test_batch_and_instance_norm_per_channel_on_each_rank(rank):
+    x = f32(RNG.normal(size=(2, 3) + (3,) * (rank - 2)))
+    lay = (1, 3) + (1,) * (rank - 2)
+    mean, var, gamma, beta = (f32(RNG.uniform(0.5, 1.5, 3)) for _ in range(4))
+    xd = x.astype(np.float64)
+    want = (xd - mean.reshape(lay)) / np.sqrt(var.reshape(lay) + 1e-3) * gamma.reshape(lay) + beta.reshape(lay)
+    same(run_op("batch_norm(x=%x, mean=%m, variance=%v, gamma=%g, beta=%b, epsilon=1e-3)", x=x, m=mean, v=var, g=gamma, b=beta), want)
+    spatial = tuple(range(2, rank))
+    want = (xd - xd.mean(spatial, keepdims=True)) / np.sqrt(xd.var(spatial, keepdims=True) + 1e-5) * gamma.reshape(lay) + beta.reshape(lay)
+    same(run_op("instance_norm(x=%x, gamma=%g, beta=%b)", x=x, g=gamma, b=beta), want)

@@ -58,9 +58,10 @@ def layer_norm(a):
 
 @kernel("l2_norm")
 def l2_norm(a):
+    """x over the root of (its sum of squares + epsilon), the last three dims taken together;
+    the dims before them are batch (the definition's [*B, *D] with rank(D) == 3)."""
     x = np.asarray(a("x"))
-    axes = a.ints("axes", None)
-    axes = tuple(range(1, x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
+    axes = tuple(range(max(x.ndim - 3, 0), x.ndim))
     xf = wide(x)
-    norm = np.sqrt(np.maximum((xf * xf).sum(axis=axes, keepdims=True), a.scalar("epsilon", 1e-6)))
+    norm = np.sqrt((xf * xf).sum(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-6))
     return (xf / norm).astype(x.dtype)
