@@ -679,3 +679,34 @@ def test_batch_and_instance_norm_per_channel_on_each_rank(rank):
     spatial = tuple(range(2, rank))
     want = (xd - xd.mean(spatial, keepdims=True)) / np.sqrt(xd.var(spatial, keepdims=True) + 1e-5) * gamma.reshape(lay) + beta.reshape(lay)
     same(run_op("instance_norm(x=%x, gamma=%g, beta=%b)", x=x, g=gamma, b=beta), want)
+
+
+# ---- linear algebra: NumPy's matmul broadcasting, rank-1 operands, transposes, empty K ----------
+@pytest.mark.parametrize("xs, ys, tx, ty", [
+    ((2, 1, 3, 4), (5, 4, 2), False, False),       # batch dims broadcast
+    ((4,), (2, 4, 3), False, False),               # a rank-1 x is a row
+    ((2, 3, 4), (4,), False, False),               # a rank-1 y is a column
+    ((4, 3), (2, 5, 4), True, True),
+    ((3, 0), (0, 2), False, False),                # an empty inner dim sums to zero
+    ((1, 3, 4), (1, 2, 4), False, True),
+])
+def test_matmul_broadcasts_and_transposes(xs, ys, tx, ty):
+    x, y = f32(RNG.normal(size=xs)), f32(RNG.normal(size=ys))
+    xt = np.swapaxes(x, -1, -2) if tx else x
+    yt = np.swapaxes(y, -1, -2) if ty else y
+    same(run_op(f"matmul(x=%x, y=%y, transpose_x={tx}, transpose_y={ty})", x=x, y=y),
+         np.matmul(xt.astype(np.float64), yt))
+
+
+def test_linear_on_rank_1_and_batched_inputs():
+    w, b = f32(RNG.normal(size=(3, 4))), f32(RNG.normal(size=3))
+    for shape in [(4,), (2, 5, 4), (0, 4)]:
+        x = f32(RNG.normal(size=shape))
+        same(run_op("linear(x=%x, weight=%w, bias=%b)", x=x, w=w, b=b), x.astype(np.float64) @ w.T + b)
+
+
+def test_fp16_matmul_accumulates_wider_than_fp16():
+    # 4096 ones: summed in fp16 one at a time the total would stop at 2048 (2048 + 1 rounds to 2048)
+    x = np.ones((1, 4096), np.float16)
+    got = run_op("matmul(x=%x, y=%y)", x=x, y=np.ones((4096, 1), np.float16))
+    assert got.dtype == np.float16 and got[0, 0] == 4096
