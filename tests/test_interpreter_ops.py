@@ -710,3 +710,23 @@ def test_fp16_matmul_accumulates_wider_than_fp16():
     x = np.ones((1, 4096), np.float16)
     got = run_op("matmul(x=%x, y=%y)", x=x, y=np.ones((4096, 1), np.float16))
     assert got.dtype == np.float16 and got[0, 0] == 4096
+
+
+@pytest.mark.parametrize("axis", [1, -1, -3])
+def test_sliding_windows_on_any_axis(axis):
+    x = f32(RNG.normal(size=(2, 3, 7)))
+    ax = axis % 3
+    starts = range(0, x.shape[ax] - 2 + 1, 2)          # size 2, stride 2
+    want = np.stack([np.take(x, [s, s + 1], axis=ax) for s in starts], axis=ax)
+    same(run_op(f"sliding_windows(x=%x, axis={axis}, size=2, stride=2)", x=x), want, exact=True)
+
+
+@pytest.mark.parametrize("shape, want", [([0, -1, 2], (2, 6, 2)), ([0, 0, -1], (2, 3, 4)), ([-1, 0, 2], (4, 3, 2))])
+def test_reshape_zero_keeps_the_input_dim(shape, want):
+    same(run_op(f"reshape(x=%x, shape={shape})", x=X3), X3.reshape(want), exact=True)
+
+
+def test_reshape_zero_with_another_rank_is_an_error():
+    from miltext.interpreter import RunError
+    with pytest.raises(RunError, match="rank"):
+        run_op("reshape(x=%x, shape=[0, -1])", x=X3)
