@@ -730,3 +730,9 @@ def test_reshape_zero_with_another_rank_is_an_error():
     from miltext.interpreter import RunError
     with pytest.raises(RunError, match="rank"):
         run_op("reshape(x=%x, shape=[0, -1])", x=X3)
+
+
+def test_gather_nd_with_batch_dims():
+    idx = i32([[[2], [-1]], [[0], [1]]])           # per batch: rows of x[b]
+    want = np.stack([X3[b][idx[b, :, 0]] for b in range(2)])
+    same(run_op("gather_nd(x=%x, indices=%i, batch_dims=1)", x=X3, i=idx), want, exact=True)

@@ -37,7 +37,16 @@ def gather_along_axis(a):
 def gather_nd(a):
     x = np.asarray(a("x"))
     idx = _indices(a)
-    return x[tuple(np.moveaxis(idx, -1, 0))]
+    batch_dims = a.scalar("batch_dims", 0)
+    if batch_dims == 0:
+        return x[tuple(np.moveaxis(idx, -1, 0))]
+    # the leading batch_dims dims pair x with its indices: one gather per batch element
+    batch = x.shape[:batch_dims]
+    xs = x.reshape((-1,) + x.shape[batch_dims:])
+    ids = idx.reshape((-1,) + idx.shape[batch_dims:])
+    out = [xi[tuple(np.moveaxis(ii, -1, 0))] for xi, ii in zip(xs, ids)]
+    return np.stack(out).reshape(batch + out[0].shape) if out else \
+        np.zeros(batch + idx.shape[batch_dims:-1] + x.shape[batch_dims + idx.shape[-1]:], x.dtype)
 
 
 def _scatter_combine(mode, old, new):
