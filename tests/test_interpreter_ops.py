@@ -736,3 +736,39 @@ def test_gather_nd_with_batch_dims():
     idx = i32([[[2], [-1]], [[0], [1]]])           # per batch: rows of x[b]
     want = np.stack([X3[b][idx[b, :, 0]] for b in range(2)])
     same(run_op("gather_nd(x=%x, indices=%i, batch_dims=1)", x=X3, i=idx), want, exact=True)
+
+
+# ---- crop_resize: a box's corners land on the patch's corners (ALIGN_CORNERS) -------------------
+def test_crop_resize_boxes_land_on_the_patch_corners():
+    x = f32(np.arange(2 * 1 * 5 * 6).reshape(2, 1, 5, 6))       # linear in h and w: bilinear is exact
+    boxes = f32([[1.0, 2.0, 3.0, 5.0], [0.0, 0.0, 4.0, 5.0]])
+    got = run_op('crop_resize(x=%x, boxes=%b, box_indices=%i, target_height=3, target_width=4, '
+                 'sampling_mode="ALIGN_CORNERS")', x=x, b=boxes, i=i32([1, 0]))
+    def patch(img, h0, w0, h1, w1):
+        hs, ws = np.linspace(h0, h1, 3), np.linspace(w0, w1, 4)
+        return (img * 30 + hs[:, None] * 6 + ws[None, :])[None]
+    same(got, np.stack([patch(1, 1, 2, 3, 5), patch(0, 0, 0, 4, 5)]))
+
+
+def test_crop_resize_normalized_center_boxes_and_padding_outside():
+    x = f32(np.arange(4 * 4).reshape(1, 1, 4, 4))
+    boxes = f32([[0.5, 0.5, 1.0, 2.0]])       # center (0.5, 0.5) normalized: (1.5, 1.5), size (3, 6): w runs past the image
+    got = run_op('crop_resize(x=%x, boxes=%b, target_height=2, target_width=3, normalized_coordinates=True, '
+                 'box_coordinate_mode="CENTER_SIZE_HEIGHT_FIRST", sampling_mode="STRICT_ALIGN_CORNERS", pad_value=-1.0)',
+                 x=x, b=boxes)
+    hs, ws = np.array([0.0, 3.0]), np.array([-1.5, 1.5, 4.5])
+    want = np.where((ws < 0) | (ws > 3), -1.0, hs[:, None] * 4 + ws[None, :])
+    same(got, want[None, None])
+
+
+def test_crop_resize_roi_of_ios16_with_and_without_an_image_index():
+    x = f32(np.arange(2 * 1 * 4 * 4).reshape(2, 1, 4, 4))
+    def crop(op, roi):
+        text = (f"main[CoreML6](%x: (2, 1, 4, 4, fp32), %r: ({', '.join(map(str, roi.shape))}, fp32)) {{\n  block0() {{\n"
+                f"    %y = {op}\n  }} -> (%y)\n}}\n")
+        return run(miltext.loads(text), {"x": x, "r": roi})["y"]
+    op = 'crop_resize(x=%x, roi=%r, target_height=2, target_width=2, sampling_mode="ALIGN_CORNERS")'
+    with_index = crop(op, f32([1, 0, 0, 2, 2]).reshape(1, 1, 5, 1, 1))        # image 1, box (0,0)-(2,2)
+    same(with_index, (16 + np.array([[0, 2], [8, 10]], np.float32))[None, None, None])
+    every_image = crop(op, f32([0, 0, 2, 2]).reshape(1, 1, 4, 1, 1))           # the box on both images
+    same(every_image, np.stack([b * 16 + np.array([[0, 2], [8, 10]], np.float32) for b in range(2)])[None, :, None])
