@@ -111,7 +111,13 @@ import miltext
 model = read_model(sys.argv[2])
 data = np.load(sys.argv[3])
 miltext.run(model.program, {k: data[k] for k in data.files}, weights=model.folder)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+# VmHWM is this process's own high-water mark; ru_maxrss would also count the torch parent
+# it was forked from (Linux keeps the parent's peak across exec)
+try:
+    with open("/proc/self/status") as f:
+        print(next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM:")))
+except OSError:
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 
 

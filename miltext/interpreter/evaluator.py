@@ -16,6 +16,7 @@ class Evaluator:
         self.program = program
         self.weights_folder = weights
         self._weights = None
+        self._last_uses = {}
         _complete_types(program)
 
     # ---- a function ----
@@ -47,12 +48,36 @@ class Evaluator:
         return dict(zip(fn.block.outputs, outputs))
 
     def block(self, block, env: dict, opset: str) -> list:
-        for op in block.operations:
+        drops = self._drops(block)
+        for index, op in enumerate(block.operations):
             self.op(op, env, opset)
+            for name in drops[index]:
+                # a value no later op reads is let go, so memory holds the live values only
+                if dict.__contains__(env, name):
+                    del env[name]
         missing = [n for n in block.outputs if n not in env]
         if missing:
             raise RunError(f"the block's output %{missing[0]} is not defined", block.loc)
         return [env[n] for n in block.outputs]
+
+    def _drops(self, block) -> list:
+        """For each op of the block, the names no later op (nor the block's outputs) reads;
+        worked out once per block (a loop body runs many times)."""
+        key = id(block)
+        if key not in self._last_uses:
+            last = {}
+            for index, op in enumerate(block.operations):
+                for name in _reads(op):
+                    last[name] = index
+                for var in op.outputs:
+                    last.setdefault(var.name, index)      # never read: dropped at once
+            keep = set(block.outputs)
+            drops = [[] for _ in block.operations]
+            for name, index in last.items():
+                if name not in keep:
+                    drops[index].append(name)
+            self._last_uses[key] = (block, drops)     # the block is held so its id stays its own
+        return self._last_uses[key][1]
 
     def op(self, op, env: dict, opset: str) -> None:
         kernel = find(op.type)
@@ -154,6 +179,18 @@ def _complete_types(program) -> None:
         infer(program)
     except InferenceError as e:
         raise RunError(f"cannot run a program whose types cannot be inferred: {e.message}", e.loc) from None
+
+
+def _reads(op):
+    """The names an op reads: its inputs, and what its nested blocks read from outside."""
+    for bindings in op.inputs.values():
+        for b in bindings:
+            if isinstance(b, str):
+                yield b
+    for inner in op.blocks:
+        yield from inner.outputs
+        for nested in inner.operations:
+            yield from _reads(nested)
 
 
 def _ops(block):

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..registry import kernel
 from .elementwise import _erf
+from .linalg import wide
 
 
 def _x(a):
@@ -52,9 +53,21 @@ def elu(a):
 @kernel("prelu")
 def prelu(a):
     x, alpha = _x(a), np.asarray(a("alpha"))
+    return np.where(x >= 0, x, x * _per_channel(alpha, x)).astype(x.dtype)
+
+
+def _per_channel(values, x):
+    """One value per channel, the second dim of x (the definitions' [B, C, ...]), laid over x."""
     shape = [1] * x.ndim
-    shape[-3 if x.ndim >= 3 else 1] = alpha.size      # one alpha per channel (axis -3)
-    return np.where(x >= 0, x, x * alpha.reshape(shape)).astype(x.dtype)
+    shape[1] = np.asarray(values).size
+    return np.asarray(values).reshape(shape)
+
+
+@kernel("softplus_parametric")
+def softplus_parametric(a):
+    x = _x(a)
+    alpha, beta = _per_channel(a("alpha"), x), _per_channel(a("beta"), x)
+    return (alpha * np.logaddexp(0, beta * wide(x))).astype(x.dtype)
 
 
 @kernel("linear_activation")
@@ -79,7 +92,7 @@ def clamped_relu(a):
 @kernel("thresholded_relu")
 def thresholded_relu(a):
     x = _x(a)
-    return np.where(x > a.scalar("alpha", 1.0), x, 0).astype(x.dtype)
+    return np.where(x >= a.scalar("alpha", 1.0), x, 0).astype(x.dtype)     # x itself at alpha
 
 
 @kernel("gelu")
@@ -99,5 +112,6 @@ def gelu(a):
 def softmax(a):
     x = _x(a)
     axis = a.scalar("axis", -1)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    # initial: an empty axis has no max, and its softmax is empty too
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))
     return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)

@@ -41,6 +41,35 @@ def windows(x, kernel_shape, strides, dilations):
     return np.lib.stride_tricks.as_strided(x, shape, strides_, writeable=False)
 
 
+_WINDOW_BUDGET = 1 << 25   # bytes of windows copied at once (einsum copies the strided view)
+
+
+def correlate(padded, weight, strides, dilations, groups: int):
+    """(N, C, *spatial) padded input with (O, C / groups, *k) weights -> (N, O, *out).
+    One einsum per group over the windows view, taken a band of output rows at a time: einsum
+    copies the windows it reads (k times the input), so a band bounds that copy."""
+    n_spatial = padded.ndim - 2
+    kernel_shape = weight.shape[2:]
+    win = windows(padded, kernel_shape, strides, dilations)         # N, C, *out, *k
+    n, c = padded.shape[:2]
+    o_total = weight.shape[0]
+    if c % groups or o_total % groups or weight.shape[1] != c // groups:
+        raise RunError(f"weights {weight.shape} do not fit {c} input channels in {groups} group(s)")
+    out = win.shape[2:2 + n_spatial]
+    y = np.empty((n, o_total) + out, np.result_type(padded.dtype, weight.dtype))
+    row_bytes = win[:, :, :1].size * win.itemsize
+    band = max(1, _WINDOW_BUDGET // max(row_bytes, 1))
+    cg, og = c // groups, o_total // groups
+    letters, k_letters = "abcdefghij"[:n_spatial], "klmnopqrs"[:n_spatial]
+    spec = f"NC{letters}{k_letters},OC{k_letters}->NO{letters}"
+    for top in range(0, out[0], band):
+        rows = slice(top, top + band)
+        for g in range(groups):
+            part = win[:, g * cg:(g + 1) * cg, rows]
+            y[:, g * og:(g + 1) * og, rows] = np.einsum(spec, part, weight[g * og:(g + 1) * og], optimize=True)
+    return y
+
+
 @kernel("conv")
 def conv(a):
     x = np.asarray(a("x"))
@@ -51,22 +80,11 @@ def conv(a):
     dilations = a.ints("dilations", None) or [1] * n
     groups = a.scalar("groups", 1)
     padded = np.pad(wide(x), [(0, 0), (0, 0)] + pads(a, x.shape[2:], kernel_shape, strides, dilations))
-    win = windows(padded, kernel_shape, strides, dilations)          # N, C, *out, *k
-    c_in, c_out = x.shape[1], weight.shape[0]
-    per_group_in, per_group_out = c_in // groups, c_out // groups
-    outs = []
-    for g in range(groups):
-        part = win[:, g * per_group_in:(g + 1) * per_group_in]
-        w = weight[g * per_group_out:(g + 1) * per_group_out]
-        # sum over channel and kernel dims: (N, Cg, *out, *k) x (Og, Cg, *k) -> (N, Og, *out)
-        letters = "abcdefghij"[:n]
-        k_letters = "klmnopqrs"[:n]
-        outs.append(np.einsum(f"NC{letters}{k_letters},OC{k_letters}->NO{letters}", part, w, optimize=True))
-    y = np.concatenate(outs, axis=1) if groups > 1 else outs[0]
+    y = correlate(padded, weight, strides, dilations, groups)
     bias = a("bias", None)
     if bias is not None:
-        y = y + wide(bias).reshape((1, -1) + (1,) * n)
-    return y.astype(x.dtype)
+        y += wide(bias).reshape((1, -1) + (1,) * n)
+    return y.astype(x.dtype, copy=False)
 
 
 @kernel("conv_transpose")
@@ -88,13 +106,9 @@ def conv_transpose(a):
     c_in = x.shape[1]
     per_in = c_in // groups
     flipped = weight[(slice(None), slice(None)) + (slice(None, None, -1),) * n]
-    outs = []
-    for g in range(groups):
-        w = np.swapaxes(flipped[g * per_in:(g + 1) * per_in], 0, 1)   # (C_out/g, C_in/g, *k)
-        win = windows(padded[:, g * per_in:(g + 1) * per_in], kernel_shape, [1] * n, dilations)
-        letters, k_letters = "abcdefghij"[:n], "klmnopqrs"[:n]
-        outs.append(np.einsum(f"NC{letters}{k_letters},OC{k_letters}->NO{letters}", win, w, optimize=True))
-    y = np.concatenate(outs, axis=1) if groups > 1 else outs[0]
+    # (C_in, C_out/g, *k) -> (C_out, C_in/g, *k): each group's in/out swapped, groups kept in order
+    swapped = np.concatenate([np.swapaxes(flipped[g * per_in:(g + 1) * per_in], 0, 1) for g in range(groups)])
+    y = correlate(padded, swapped, [1] * n, dilations, groups)
     # crop what the padding asked for, or to output_shape
     pad_type = str(a.scalar("pad_type", "valid"))
     if pad_type == "custom":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import RunError
 from ..registry import kernel
 
 
@@ -13,7 +14,7 @@ def _indices(a, key="indices"):
 @kernel("gather")
 def gather(a):
     x = np.asarray(a("x"))
-    axis = a.scalar("axis", 0)
+    axis = a.scalar("axis", 0) % max(x.ndim, 1)     # positive: the batched case shifts it
     batch_dims = a.scalar("batch_dims", 0)
     idx = _indices(a)
     idx = np.where(idx < 0, idx + x.shape[axis], idx)
@@ -36,7 +37,16 @@ def gather_along_axis(a):
 def gather_nd(a):
     x = np.asarray(a("x"))
     idx = _indices(a)
-    return x[tuple(np.moveaxis(idx, -1, 0))]
+    batch_dims = a.scalar("batch_dims", 0)
+    if batch_dims == 0:
+        return x[tuple(np.moveaxis(idx, -1, 0))]
+    # the leading batch_dims dims pair x with its indices: one gather per batch element
+    batch = x.shape[:batch_dims]
+    xs = x.reshape((-1,) + x.shape[batch_dims:])
+    ids = idx.reshape((-1,) + idx.shape[batch_dims:])
+    out = [xi[tuple(np.moveaxis(ii, -1, 0))] for xi, ii in zip(xs, ids)]
+    return np.stack(out).reshape(batch + out[0].shape) if out else \
+        np.zeros(batch + idx.shape[batch_dims:-1] + x.shape[batch_dims + idx.shape[-1]:], x.dtype)
 
 
 def _scatter_combine(mode, old, new):
@@ -67,10 +77,15 @@ def scatter_along_axis(a):
     where = tuple(grids)
     if mode == "update":
         data[where] = updates
+    elif mode in _AT:
+        _AT[mode].at(data, where, updates)     # unbuffered: a repeated index combines every update
     else:
-        np.add.at(data, where, updates) if mode == "add" else data.__setitem__(
-            where, _scatter_combine(mode, data[where], updates))
+        raise RunError(f"mode {mode!r} is none scatter knows ({', '.join(['update', *_AT])})")
     return data
+
+
+_AT = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+       "max": np.maximum, "min": np.minimum}
 
 
 @kernel("topk")

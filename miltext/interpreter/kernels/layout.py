@@ -20,7 +20,10 @@ def identity(a):
 def reshape(a):
     x = _x(a)
     shape = a.ints("shape")
-    shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]   # 0 keeps the input's size
+    if 0 in shape:      # 0 keeps the input's size, defined only when the ranks agree
+        if len(shape) != x.ndim:
+            raise RunError(f"a 0 in shape {shape} keeps an input dim only when the shape has x's rank ({x.ndim})")
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
     return x.reshape(shape)
 
 
@@ -179,10 +182,10 @@ def band_part(a):
 @kernel("sliding_windows")
 def sliding_windows(a):
     x = _x(a)
-    axis, size, stride = a.scalar("axis"), a.scalar("size"), a.scalar("stride", 1)
+    axis, size, stride = a.scalar("axis") % max(x.ndim, 1), a.scalar("size"), a.scalar("stride", 1)
     win = np.lib.stride_tricks.sliding_window_view(x, size, axis=axis)
     win = np.take(win, np.arange(0, win.shape[axis], stride), axis=axis)
-    return np.moveaxis(win, -1, axis % x.ndim + 1)
+    return np.moveaxis(win, -1, axis + 1)
 
 
 @kernel("slice_update")

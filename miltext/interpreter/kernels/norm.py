@@ -45,19 +45,23 @@ def layer_norm(a):
     axes = tuple(range(x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
     xf = wide(x)
     y = (xf - xf.mean(axis=axes, keepdims=True)) / np.sqrt(xf.var(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-5))
+    # gamma and beta have the normalized dims' shape: laid over x with 1 for the other dims
+    # (the definition's rule), so axes need not be the trailing ones
+    laid = [x.shape[i] if i in axes else 1 for i in range(x.ndim)]
     gamma, beta = a("gamma", None), a("beta", None)
     if gamma is not None:
-        y = y * wide(gamma)
+        y = y * wide(gamma).reshape(laid)
     if beta is not None:
-        y = y + wide(beta)
+        y = y + wide(beta).reshape(laid)
     return y.astype(x.dtype)
 
 
 @kernel("l2_norm")
 def l2_norm(a):
+    """x over the root of (its sum of squares + epsilon), the last three dims taken together;
+    the dims before them are batch (the definition's [*B, *D] with rank(D) == 3)."""
     x = np.asarray(a("x"))
-    axes = a.ints("axes", None)
-    axes = tuple(range(1, x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
+    axes = tuple(range(max(x.ndim - 3, 0), x.ndim))
     xf = wide(x)
-    norm = np.sqrt(np.maximum((xf * xf).sum(axis=axes, keepdims=True), a.scalar("epsilon", 1e-6)))
+    norm = np.sqrt((xf * xf).sum(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-6))
     return (xf / norm).astype(x.dtype)

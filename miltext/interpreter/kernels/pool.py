@@ -8,38 +8,63 @@ from .conv import pads, windows
 from .linalg import wide
 
 
-def _pool(a, reduce, pad_value):
-    x = np.asarray(a("x"))
+def _out_size(size: int, k: int, s: int, before: int, after: int, ceil_mode: bool) -> int:
+    """The definitions' output size; in ceil mode a last window that would start in the
+    end padding is dropped."""
+    if not ceil_mode:
+        return (size + before + after - k) // s + 1
+    out = (size + before + after - k + s - 1) // s + 1
+    if (out - 1) * s >= size + before and (before > 0 or after > 0):
+        out -= 1
+    return out
+
+
+def _layout(a, x):
+    """Kernel, strides, the declared padding, and the extra end padding ceil mode needs."""
     n = x.ndim - 2
     kernel_shape = a.ints("kernel_sizes")
     strides = a.ints("strides", None) or [1] * n
-    padding = pads(a, x.shape[2:], kernel_shape, strides, [1] * n)
-    if a.scalar("ceil_mode", False):
-        padding = [(b, e + s - 1) for (b, e), s in zip(padding, strides)]
-    padded = np.pad(wide(x), [(0, 0), (0, 0)] + padding, constant_values=pad_value)
-    win = windows(padded, kernel_shape, strides, [1] * n)
-    axes = tuple(range(2 + n, 2 + 2 * n))
-    return x, win, axes, padding, kernel_shape, strides
+    declared = pads(a, x.shape[2:], kernel_shape, strides, [1] * n)
+    ceil_mode = bool(a.scalar("ceil_mode", False))
+    extra = []
+    for size, k, s, (b, e) in zip(x.shape[2:], kernel_shape, strides, declared):
+        out = _out_size(size, k, s, b, e, ceil_mode)
+        extra.append(max((out - 1) * s + k - (size + b + e), 0))
+    return kernel_shape, strides, declared, extra
+
+
+def _windows(x, kernel_shape, strides, declared, extra, pad_value):
+    """(N, C, *out, *k) windows over x padded as declared, then by the ceil-mode extra."""
+    spatial = [(b, e + x_) for (b, e), x_ in zip(declared, extra)]
+    padded = np.pad(x, [(0, 0)] * (x.ndim - len(spatial)) + spatial, constant_values=pad_value)
+    return windows(padded, kernel_shape, strides, [1] * len(kernel_shape))
 
 
 @kernel("max_pool")
 def max_pool(a):
-    x, win, axes, *_ = _pool(a, np.max, -np.inf)
-    return win.max(axis=axes).astype(x.dtype)
+    x = np.asarray(a("x"))
+    layout = _layout(a, x)
+    win = _windows(wide(x), *layout, -np.inf)
+    return win.max(axis=tuple(range(win.ndim - len(layout[0]), win.ndim))).astype(x.dtype)
 
 
 @kernel("avg_pool")
 def avg_pool(a):
-    x, win, axes, padding, kernel_shape, strides = _pool(a, np.mean, 0.0)
-    total = win.sum(axis=axes)
-    if a.scalar("exclude_padding_from_average", False):
-        ones = np.pad(np.ones((1, 1) + x.shape[2:], np.float32), [(0, 0), (0, 0)] + padding)
-        counts = windows(ones, kernel_shape, strides, [1] * len(kernel_shape)).sum(axis=axes)
-        return (total / counts).astype(x.dtype)
-    return (total / np.prod(kernel_shape)).astype(x.dtype)
+    x = np.asarray(a("x"))
+    kernel_shape, strides, declared, extra = layout = _layout(a, x)
+    axes = tuple(range(x.ndim, x.ndim + len(kernel_shape)))
+    total = _windows(wide(x), *layout, 0.0).sum(axis=axes)
+    # The divisor counts the input, and the declared padding unless excluded; never the
+    # ceil-mode extra past the padding's end.
+    inside = np.pad(np.ones((1, 1) + x.shape[2:], np.float32), [(0, 0), (0, 0)] + declared,
+                    constant_values=0.0 if a.scalar("exclude_padding_from_average", False) else 1.0)
+    counts = _windows(inside, kernel_shape, strides, [(0, 0)] * len(declared), extra, 0.0).sum(axis=axes)
+    return (total / counts).astype(x.dtype)
 
 
 @kernel("l2_pool")
 def l2_pool(a):
-    x, win, axes, *_ = _pool(a, None, 0.0)
-    return np.sqrt((win * win).sum(axis=axes)).astype(x.dtype)
+    x = np.asarray(a("x"))
+    layout = _layout(a, x)
+    win = _windows(wide(x), *layout, 0.0)
+    return np.sqrt((win * win).sum(axis=tuple(range(win.ndim - len(layout[0]), win.ndim)))).astype(x.dtype)

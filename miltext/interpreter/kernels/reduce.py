@@ -28,8 +28,18 @@ _REDUCTIONS = {
     "reduce_l2_norm": lambda x, ax, k: np.sqrt((x * x).sum(axis=ax, keepdims=k)),
     "reduce_sum_square": lambda x, ax, k: (x * x).sum(axis=ax, keepdims=k),
     "reduce_log_sum": lambda x, ax, k: np.log(x.sum(axis=ax, keepdims=k)),
-    "reduce_log_sum_exp": lambda x, ax, k: np.log(np.exp(x).sum(axis=ax, keepdims=k)),
+    "reduce_log_sum_exp": lambda x, ax, k: _log_sum_exp(x, ax, k),
 }
+
+
+def _log_sum_exp(x, axes, keep):
+    """log(sum(exp(x))) shifted by the max, so large values do not overflow exp; an infinite
+    max is the answer itself (inf - inf would be NaN)."""
+    m = x.max(axis=axes, keepdims=True)
+    shift = np.where(np.isfinite(m), m, 0)
+    out = shift + np.log(np.exp(x - shift).sum(axis=axes, keepdims=True))
+    out = np.where(np.isinf(m), m, out)
+    return out if keep else np.squeeze(out, axis=axes)
 
 for _name, _fn in _REDUCTIONS.items():
     kernel(_name)(_reduction(_fn))
@@ -58,7 +68,14 @@ def cumsum(a):
         x = np.flip(x, axis)
     out = np.cumsum(x, axis=axis)
     if a.scalar("exclusive", False):
-        out = out - x
+        # shifted one step, a zero first (subtracting x would turn an inf into NaN)
+        shifted = np.zeros_like(out)
+        lead = [slice(None)] * out.ndim
+        lead[axis] = slice(1, None)
+        tail = list(lead)
+        tail[axis] = slice(None, -1)
+        shifted[tuple(lead)] = out[tuple(tail)]
+        out = shifted
     if a.scalar("reverse", False):
         out = np.flip(out, axis)
     return out.astype(x.dtype)

@@ -14,7 +14,12 @@ def _source(out: int, size: int, rule: str, scale: float | None = None) -> np.nd
     dst = np.arange(out, dtype=np.float64)
     scale = out / size if scale is None else scale
     if rule == "align_corners":
+        return dst * ((size - 1) / (out - 1)) if out > 1 else np.full(out, (size - 1) / 2)
+    if rule == "strict_align_corners":
         return dst * ((size - 1) / (out - 1)) if out > 1 else np.zeros(out)
+    if rule == "offset_corners":
+        delta = max(1, size - 1) / out
+        return 0.5 * delta + dst * delta
     if rule == "half_pixel":
         return np.maximum((dst + 0.5) / scale - 0.5, 0)
     if rule == "unaligned":
@@ -50,8 +55,8 @@ def upsample_bilinear(a):
     return _bilinear(a, sizes, rule, (sh, sw))
 
 
-_MODES = {"STRICT_ALIGN_CORNERS": "align_corners", "ALIGN_CORNERS": "align_corners",
-          "DEFAULT": "default", "UNALIGN_CORNERS": "unaligned"}
+_MODES = {"STRICT_ALIGN_CORNERS": "strict_align_corners", "ALIGN_CORNERS": "align_corners",
+          "DEFAULT": "default", "OFFSET_CORNERS": "offset_corners", "UNALIGN_CORNERS": "unaligned"}
 
 
 @kernel("resize_bilinear")
@@ -81,3 +86,70 @@ def resize_nearest_neighbor(a):
     x = np.asarray(a("x"))
     h, w = a.scalar("target_size_height"), a.scalar("target_size_width")
     return _nearest(x, (h, w), (h / x.shape[-2], w / x.shape[-1]))
+
+
+def _box_corners(boxes, mode: str):
+    """(N, 4) boxes in `mode` as (h_start, w_start, h_end, w_end) columns."""
+    a, b, c, d = (boxes[:, i] for i in range(4))
+    if mode == "CORNERS_HEIGHT_FIRST":
+        return a, b, c, d
+    if mode == "CORNERS_WIDTH_FIRST":
+        return b, a, d, c
+    if mode == "CENTER_SIZE_HEIGHT_FIRST":
+        return a - c / 2, b - d / 2, a + c / 2, b + d / 2
+    if mode == "CENTER_SIZE_WIDTH_FIRST":
+        return b - d / 2, a - c / 2, b + d / 2, a + c / 2
+    raise RunError(f"box_coordinate_mode {mode!r} is none crop_resize knows")
+
+
+def _box_grid(start: float, end: float, out: int, strict: bool) -> np.ndarray:
+    """The box's first and last sample on its corners (the ALIGN_CORNERS grid over [start, end])."""
+    if out == 1:
+        return np.array([start if strict else (start + end) / 2])
+    return start + np.arange(out) * ((end - start) / (out - 1))
+
+
+def _sample(image, ys, xs, pad_value):
+    """image (C, H, W) read bilinearly at the grid ys x xs; pad_value outside the image."""
+    h, w = image.shape[-2:]
+    y0 = np.clip(np.floor(ys), 0, h - 1).astype(np.int64)
+    x0 = np.clip(np.floor(xs), 0, w - 1).astype(np.int64)
+    y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
+    fy, fx = (np.clip(ys, 0, h - 1) - y0)[:, None], (np.clip(xs, 0, w - 1) - x0)[None, :]
+    top = image[:, y0][:, :, x0] * (1 - fx) + image[:, y0][:, :, x1] * fx
+    bottom = image[:, y1][:, :, x0] * (1 - fx) + image[:, y1][:, :, x1] * fx
+    out = top * (1 - fy) + bottom * fy
+    outside = ((ys < 0) | (ys > h - 1))[:, None] | ((xs < 0) | (xs > w - 1))[None, :]
+    return np.where(outside, pad_value, out)
+
+
+@kernel("crop_resize")
+def crop_resize(a):
+    """Each box's patch of its image resized to the target size; iOS17's boxes/box_indices and
+    iOS15's roi ([N, 1, 4 or 5, 1, 1]: with 4, every box on every image)."""
+    x = wide(np.asarray(a("x")))
+    mode = str(a.scalar("sampling_mode", "DEFAULT"))
+    if mode not in ("ALIGN_CORNERS", "STRICT_ALIGN_CORNERS"):
+        raise RunError(f"crop_resize runs sampling_mode ALIGN_CORNERS and STRICT_ALIGN_CORNERS, not {mode!r} yet")
+    if a.has("boxes"):
+        boxes = np.asarray(a("boxes"), np.float64).reshape(-1, 4)
+        which = a("box_indices", None)
+        pairs = list(zip(np.arange(len(boxes)) if which is None else np.asarray(which).reshape(-1), boxes))
+        lead = (len(boxes),)
+    else:
+        roi = np.asarray(a("roi"), np.float64).reshape(len(np.asarray(a("roi"))), -1)
+        if roi.shape[1] == 5:
+            pairs, lead = [(int(r[0]), r[1:]) for r in roi], (len(roi), 1)
+        else:
+            pairs, lead = [(b, r) for r in roi for b in range(x.shape[0])], (len(roi), x.shape[0])
+    if not pairs:
+        return np.zeros(lead + (x.shape[1], a.scalar("target_height", 1), a.scalar("target_width", 1)), x.dtype)
+    corners = np.stack(_box_corners(np.stack([p[1] for p in pairs]), str(a.scalar("box_coordinate_mode", "CORNERS_HEIGHT_FIRST"))), 1)
+    if a.scalar("normalized_coordinates", False):
+        corners = corners * np.array([x.shape[-2] - 1, x.shape[-1] - 1] * 2)
+    corners = corners * a.scalar("spatial_scale", 1.0)
+    strict, pad_value = mode == "STRICT_ALIGN_CORNERS", a.scalar("pad_value", 0.0)
+    h, w = a.scalar("target_height", 1), a.scalar("target_width", 1)
+    patches = [_sample(x[int(i)], _box_grid(c[0], c[2], h, strict), _box_grid(c[1], c[3], w, strict), pad_value)
+               for (i, _), c in zip(pairs, corners)]
+    return np.stack(patches).reshape(lead + patches[0].shape)
