@@ -193,3 +193,68 @@ def test_a_stateful_llama_decodes_step_by_step_as_torch_does(tmp_path):
         assert_close(got["logits"], data[f"step{step}_out_logits"], 1e-2, f"step {step} logits")
         for state in states:    # the cache after each step too
             assert_close(states[state], data[f"step{step}_state_{state}"], 1e-2, f"step {step} {state}")
+
+
+def _program(body: str, inputs: str = "%x: (2, 3, fp32)"):
+    return miltext.loads(f"main[CoreML7]({inputs}) {{\n  block0() {{\n{body}\n  }} -> (%y)\n}}\n")
+
+
+def test_quantize_then_dequantize_per_channel():
+    x = np.array([[0.5, -1.0, 2.0], [3.0, 0.0, -0.25]], np.float32)
+    program = _program('    %q = quantize(input=%x, scale=[0.5, 0.25, 1.0], zero_point=int8([1, 0, -1]), axis=1, output_dtype="int8")\n'
+                       '    %y = dequantize(input=%q, scale=[0.5, 0.25, 1.0], zero_point=int8([1, 0, -1]), axis=1)')
+    scale, zero = np.array([0.5, 0.25, 1.0]), np.array([1, 0, -1])
+    q = np.clip(np.round(x / scale) + zero, -128, 127)
+    np.testing.assert_array_equal(run(program, {"x": x})["y"], ((q - zero) * scale).astype(np.float32))
+
+
+def test_crop_and_reverse_sequence():
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    got = run(_program("    %y = crop(x=%x, crop_height=[1, 2], crop_width=[0, 3])", "%x: (2, 3, 4, 5, fp32)"), {"x": x})["y"]
+    np.testing.assert_array_equal(got, x[..., 1:2, 0:2])
+    x = np.arange(2 * 4, dtype=np.float32).reshape(2, 4)
+    got = run(_program("    %y = reverse_sequence(x=%x, lengths=[3, 1], seq_axis=1, batch_axis=0)", "%x: (2, 4, fp32)"), {"x": x})["y"]
+    np.testing.assert_array_equal(got, [[2, 1, 0, 3], [4, 5, 6, 7]])
+
+
+def test_local_response_norm_sums_neighbouring_channels():
+    x = np.random.default_rng(2).standard_normal((1, 5, 2, 2)).astype(np.float32)
+    got = run(_program("    %y = local_response_norm(x=%x, size=3, alpha=0.1, beta=0.75, k=2.0)", "%x: (1, 5, 2, 2, fp32)"), {"x": x})["y"]
+    want = np.empty_like(x)
+    for c in range(5):
+        around = (x[:, max(c - 1, 0):c + 2] ** 2).sum(axis=1)
+        want[:, c] = x[:, c] / (2.0 + 0.1 / 3 * around) ** 0.75
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_rnn_steps_through_time():
+    rng = np.random.default_rng(3)
+    x, w_ih, w_hh, b = (rng.standard_normal(s).astype(np.float32) for s in ((4, 1, 2), (3, 2), (3, 3), (3,)))
+    lit = lambda a: str(a.tolist())
+    program = _program(f"    %h0 = fill(shape=[1, 3], value=0.0)\n"
+                       f"    %y, %h = rnn(x=%x, initial_h=%h0, weight_ih={lit(w_ih)}, weight_hh={lit(w_hh)}, bias={lit(b)}, "
+                       f"output_sequence=True, direction=\"forward\", activation=\"tanh\")", "%x: (4, 1, 2, fp32)")
+    h, want = np.zeros((1, 3), np.float32), []
+    for t in range(4):
+        h = np.tanh(x[t] @ w_ih.T + h @ w_hh.T + b)
+        want.append(h)
+    np.testing.assert_allclose(run(program, {"x": x})["y"], np.stack(want), rtol=1e-5)
+
+
+def test_every_op_of_the_corpus_has_a_kernel():
+    """The op types the real programs of tests/corpus and examples/ use (the edge corpus's made-up
+    ops aside) all run."""
+    from miltext.interpreter.registry import supported
+    made_up = {"custom_pair", "empty_args", "no_outputs_op", "shape_thing"}
+
+    def types(block):
+        for op in block.operations:
+            yield op.type
+            for inner in op.blocks:
+                yield from types(inner)
+    used = set()
+    for pb in glob.glob(os.path.join(HERE, "corpus", "**", "*.pb"), recursive=True):
+        with open(pb, "rb") as f:
+            program = miltext.Program.from_proto(f.read())
+        used |= {t for fn in program.functions.values() for b in fn.blocks.values() for t in types(b)}
+    assert sorted(used - made_up - set(supported())) == []

@@ -89,3 +89,18 @@ def sparse_to_dense(a):
     out = np.zeros(mask.shape, values.dtype)
     out[mask.astype(bool)] = values.reshape(-1)
     return out
+
+
+@kernel("constexpr_lut_to_sparse")
+def lut_to_sparse(a):
+    """iOS18's palettized sparse weight: the palette looked up for the nonzero places only; the
+    mask and those values, for constexpr_sparse_to_dense."""
+    mask = np.asarray(a("indices_mask"))
+    indices = np.asarray(a("indices_nonzero_data")).reshape(-1).astype(np.int64)
+    lut = np.asarray(a("lut"))
+    if lut.shape[-1] != 1:
+        raise RunError(f"a palette of vectors ({lut.shape[-1]} values each) is not run yet")
+    places = np.nonzero(mask)                       # row-major, as the nonzero data is stored
+    blocks = lut.shape[:mask.ndim]
+    block_index = tuple(p // (size // n) for p, size, n in zip(places, mask.shape, blocks))
+    return mask, lut[block_index + (indices,)][..., 0]

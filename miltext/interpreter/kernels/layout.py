@@ -201,3 +201,21 @@ def slice_update(a):
                   for i in range(n))
     x[index] = np.asarray(a("update")).reshape(x[index].shape)
     return x
+
+
+@kernel("crop")
+def crop(a):
+    x = _x(a)
+    (top, bottom), (left, right) = a.ints("crop_height"), a.ints("crop_width")
+    return x[..., top:x.shape[-2] - bottom, left:x.shape[-1] - right]
+
+
+@kernel("reverse_sequence")
+def reverse_sequence(a):
+    x = np.array(_x(a))
+    lengths = a.ints("lengths")
+    seq, batch = a.scalar("seq_axis", 0) % x.ndim, a.scalar("batch_axis", 0) % x.ndim
+    moved = np.moveaxis(x, (batch, seq), (0, 1))     # a view: writing it writes x
+    for b, n in enumerate(lengths):
+        moved[b, :n] = moved[b, :n][::-1].copy()
+    return x

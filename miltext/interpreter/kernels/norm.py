@@ -65,3 +65,16 @@ def l2_norm(a):
     xf = wide(x)
     norm = np.sqrt((xf * xf).sum(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-6))
     return (xf / norm).astype(x.dtype)
+
+
+@kernel("local_response_norm")
+def local_response_norm(a):
+    """x / (k + alpha / size * the sum of squares over `size` neighbouring channels) ** beta."""
+    x = np.asarray(a("x"))
+    size = a.scalar("size")
+    alpha, beta, k = a.scalar("alpha", 1e-4), a.scalar("beta", 0.75), a.scalar("k", 1.0)
+    sq = wide(x) ** 2
+    half = (size - 1) // 2
+    padded = np.pad(sq, [(0, 0), (half, size - 1 - half)] + [(0, 0)] * (x.ndim - 2))
+    total = sum(padded[:, i:i + x.shape[1]] for i in range(size))
+    return (wide(x) / (k + alpha / size * total) ** beta).astype(x.dtype)

@@ -86,3 +86,23 @@ def gru(a):
     if not a.scalar("output_sequence", False):
         seq = seq[:1] if reverse else seq[-1:]
     return seq.astype(x.dtype), h.astype(x.dtype)
+
+
+@kernel("rnn")
+def rnn(a):
+    x = np.asarray(a("x"))
+    h = wide(a("initial_h"))
+    w_ih, w_hh = wide(a("weight_ih")), wide(a("weight_hh"))
+    b = a("bias", None)
+    b = 0 if b is None else wide(b)
+    act = _act(a.scalar("activation", "tanh"))
+    reverse = str(a.scalar("direction", "forward")) == "reverse"
+    steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+    hs = [None] * x.shape[0]
+    for t in steps:
+        h = act(wide(x[t]) @ w_ih.T + h @ w_hh.T + b)
+        hs[t] = h
+    seq = np.stack(hs)
+    if not a.scalar("output_sequence", False):
+        seq = seq[:1] if reverse else seq[-1:]
+    return seq.astype(x.dtype), h.astype(x.dtype)
