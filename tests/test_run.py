@@ -258,3 +258,20 @@ def test_every_op_of_the_corpus_has_a_kernel():
             program = miltext.Program.from_proto(f.read())
         used |= {t for fn in program.functions.values() for b in fn.blocks.values() for t in types(b)}
     assert sorted(used - made_up - set(supported())) == []
+
+
+def test_weights_named_in_npy_and_safetensors_files_run(tmp_path):
+    """A hand-written model whose weights are files beside it runs without being built."""
+    rng = np.random.default_rng(4)
+    w, b = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal(4)
+    np.save(tmp_path / "w.npy", w)
+    np.save(tmp_path / "b.npy", b)    # float64 in the file: the text narrows it
+    (tmp_path / "m.mil").write_text(
+        "main[CoreML7](%x: (2, 3, fp32)) {\n  block0() {\n"
+        '    %w: (4, 3, fp32) = const(val=(4, 3, fp32)(npy("w.npy")), name="w")\n'
+        '    %b: (4, fp32) = const(val=(4, fp32)(npy("b.npy", from=fp64)), name="b")\n'
+        "    %y = linear(x=%x, weight=%w, bias=%b)\n  } -> (%y)\n}\n")
+    model = read_model(str(tmp_path / "m.mil"))
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    got = run(model.program, {"x": x}, weights=model.folder)["y"]
+    np.testing.assert_allclose(got, x @ w.T + b.astype(np.float32), rtol=1e-6)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData
+from ..errors import InputError
+from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, WeightRef
 from .args import Args
 from .errors import RunError
 from .registry import find
@@ -90,6 +91,8 @@ class Evaluator:
             if e.loc is None and op.loc is not None:
                 raise RunError(f"{op.type}: {e.message}", op.loc) from None
             raise
+        except InputError:
+            raise                      # a weight file it could not read: located already
         except (ValueError, IndexError, TypeError, KeyError) as e:
             raise RunError(f"{op.type} cannot run on these inputs: {e}", op.loc) from None
         results = list(result) if isinstance(result, tuple) else [result]
@@ -104,6 +107,8 @@ class Evaluator:
         data, t = value.data, value.type
         if isinstance(data, Blob):
             return self._blob(data, t)
+        if isinstance(data, WeightRef):
+            return self._file_tensor(data, t)
         if isinstance(data, TensorData):
             return value.array
         if isinstance(data, ListData):
@@ -121,6 +126,17 @@ class Evaluator:
         t = vtype.wrapped if isinstance(vtype, StateType) else vtype
         flat = self._weights.reader(blob.file).read(blob.offset)
         return flat.reshape(t.shape) if isinstance(t, TensorType) and t.is_static else flat
+
+
+    def _file_tensor(self, ref, vtype):
+        """A tensor a .mil file names in a .npy or .safetensors file beside it, in the declared
+        dtype (a `from=` cast is the text's own)."""
+        from ..model import weight_refs
+        header = weight_refs.check(ref, vtype, self.weights_folder)
+        flat = np.concatenate([np.asarray(part).reshape(-1)
+                               for part in weight_refs.arrays(ref, self.weights_folder, header)])
+        want = _numpy_dtype(vtype)
+        return flat.astype(want if want is not None else flat.dtype).reshape(header.shape)
 
 
 class _StateRef:
