@@ -11,17 +11,22 @@ def _channel(v, ndim):
     return wide(v).reshape((1, -1) + (1,) * (ndim - 2))
 
 
+def _per_channel_affine(a, y, ndim):
+    """y scaled by gamma and shifted by beta, one of each per channel (dim 1), when given."""
+    gamma, beta = a("gamma", None), a("beta", None)
+    if gamma is not None:
+        y = y * _channel(gamma, ndim)
+    if beta is not None:
+        y = y + _channel(beta, ndim)
+    return y
+
+
 @kernel("batch_norm")
 def batch_norm(a):
     x = np.asarray(a("x"))
     mean, var = _channel(a("mean"), x.ndim), _channel(a("variance"), x.ndim)
     y = (wide(x) - mean) / np.sqrt(var + a.scalar("epsilon", 1e-5))
-    gamma, beta = a("gamma", None), a("beta", None)
-    if gamma is not None:
-        y = y * _channel(gamma, x.ndim)
-    if beta is not None:
-        y = y + _channel(beta, x.ndim)
-    return y.astype(x.dtype)
+    return _per_channel_affine(a, y, x.ndim).astype(x.dtype)
 
 
 @kernel("instance_norm")
@@ -30,12 +35,7 @@ def instance_norm(a):
     axes = tuple(range(2, x.ndim))
     xf = wide(x)
     y = (xf - xf.mean(axis=axes, keepdims=True)) / np.sqrt(xf.var(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-5))
-    gamma, beta = a("gamma", None), a("beta", None)
-    if gamma is not None:
-        y = y * _channel(gamma, x.ndim)
-    if beta is not None:
-        y = y + _channel(beta, x.ndim)
-    return y.astype(x.dtype)
+    return _per_channel_affine(a, y, x.ndim).astype(x.dtype)
 
 
 @kernel("layer_norm")
