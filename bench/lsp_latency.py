@@ -37,6 +37,8 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
+from miltext.lsp.transport import frame, read_message  # noqa: E402 (after the path is set)
+
 OUT = BENCH / "out" / "lsp"
 OPS = 10_000
 
@@ -73,23 +75,11 @@ class Server:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                key, _, value = line.decode("ascii").partition(":")
-                if key.strip().lower() == "content-length":
-                    length = int(value)
-            self.inbox.put((time.perf_counter(), json.loads(out.read(length))))
+        while (message := read_message(self.proc.stdout)) is not None:
+            self.inbox.put((time.perf_counter(), message))
 
     def send(self, message: dict):
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.write(frame(message))
         self.proc.stdin.flush()
 
     def next(self, timeout=600):

@@ -1,6 +1,5 @@
 """`miltext lsp` through a real JSON-RPC exchange: the server runs as a subprocess and this test
 speaks LSP to it over stdio, as an editor does (places in UTF-16 units, the LSP default)."""
-import json
 import os
 import queue
 import subprocess
@@ -11,6 +10,7 @@ import pytest
 
 import miltext
 from conftest import CORPUS
+from miltext.lsp.transport import frame, read_message
 
 TIMEOUT = 60
 
@@ -61,22 +61,11 @@ class Client:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
-        out = self.proc.stdout
-        while True:
-            headers = {}
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                key, _, value = line.decode("ascii").partition(":")
-                headers[key.strip().lower()] = value.strip()
-            self.messages.put(json.loads(out.read(int(headers["content-length"]))))
+        while (message := read_message(self.proc.stdout)) is not None:
+            self.messages.put(message)
 
     def send(self, message: dict):
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.write(frame(message))
         self.proc.stdin.flush()
 
     def notify(self, method: str, params: dict):

@@ -132,3 +132,25 @@ class BoundedReader:
 
 def _frame(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+# ---- the client's side (the tests, the latency benchmark): a trusted peer, read plainly ----
+
+def frame(message: dict) -> bytes:
+    """A JSON-RPC message in the base protocol's frame."""
+    return _frame(json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8"))
+
+
+def read_message(stream) -> dict | None:
+    """The next framed message the server wrote to `stream`; None when the stream ends."""
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        key, _, value = line.decode("ascii").partition(":")
+        if key.strip().lower() == "content-length":
+            length = int(value)
+    return json.loads(stream.read(length))
