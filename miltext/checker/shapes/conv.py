@@ -35,13 +35,19 @@ def _groups(ops) -> int | None:
     return groups
 
 
-@rule("conv")
-def conv(ops):
+def _x_and_weight(ops, layout: str):
+    """x, its weight (of x's rank, its dims laid out as `layout` says) and x's spatial rank."""
     x, weight = ops.tensor("x"), ops.tensor("weight")
     n = _spatial(ops, "x", x)
     if len(weight.shape) != len(x.shape):
-        raise Mistake("weight", f"conv's weight must have rank {len(x.shape)} (out channels, in channels "
-                                f"per group, {n} kernel dims) for x {shown(x)}, not {len(weight.shape)}")
+        raise Mistake("weight", f"{ops.op.type}'s weight must have rank {len(x.shape)} ({layout}, {n} kernel "
+                                f"dims) for x {shown(x)}, not {len(weight.shape)}")
+    return x, weight, n
+
+
+@rule("conv")
+def conv(ops):
+    x, weight, n = _x_and_weight(ops, "out channels, in channels per group")
     groups = _groups(ops)
     c_in, c_out, per_group = x.shape[1], weight.shape[0], weight.shape[1]
     if groups is not None:
@@ -58,11 +64,7 @@ def conv(ops):
 
 @rule("conv_transpose")
 def conv_transpose(ops):
-    x, weight = ops.tensor("x"), ops.tensor("weight")
-    n = _spatial(ops, "x", x)
-    if len(weight.shape) != len(x.shape):
-        raise Mistake("weight", f"conv_transpose's weight must have rank {len(x.shape)} for x {shown(x)}, "
-                                f"not {len(weight.shape)}")
+    x, weight, n = _x_and_weight(ops, "in channels, out channels per group")
     groups = _groups(ops)
     if x.shape[1] is not None and weight.shape[0] is not None and x.shape[1] != weight.shape[0]:
         raise Mistake("weight", f"x has {x.shape[1]} channels, but weight {shown(weight)} takes "
