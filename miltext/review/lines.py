@@ -12,9 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .. import dtypes
-from ..ir import DEFAULT_WEIGHT_FILE
-from ..model.weights import RECORD_SIZE, align
+from ..ir import DEFAULT_WEIGHT_FILE, Blob, TensorType
 from ..text import lexemes
 from ..text.blob_layout import Layout
 
@@ -83,19 +81,13 @@ def _offset(m, file: str, text: str, layout: Layout) -> int | None:
     """The blob's offset: written, or where the layout puts it (None when the blob before it in
     its file has a type of no static size); the layout moves past the blob by its type."""
     offset = int(m.group("offset")) if m.group("offset") else layout.expected(file)
+    if offset is None:
+        layout.advance_to(file, None)
+        return None
     typed = _BLOB_TYPE.search(text, max(0, m.start() - 400), m.start())
-    size = None
-    if typed is not None and offset is not None:
-        try:
-            bits = dtypes.by_name(typed.group(2)).bits
-        except KeyError:
-            bits = 0
-        if bits:
-            count = 1
-            for d in typed.group(1).split(", ")[:-1]:
-                count *= int(d)
-            size = (count * bits + 7) // 8
-    layout.advance_to(file, None if size is None else align(offset + RECORD_SIZE + size))
+    vtype = None if typed is None else \
+        TensorType(typed.group(2), tuple(int(d) for d in typed.group(1).split(", ")[:-1]))
+    layout.advance(Blob(offset, file), vtype)
     return offset
 
 
