@@ -275,3 +275,17 @@ def test_weights_named_in_npy_and_safetensors_files_run(tmp_path):
     x = rng.standard_normal((2, 3)).astype(np.float32)
     got = run(model.program, {"x": x}, weights=model.folder)["y"]
     np.testing.assert_allclose(got, x @ w.T + b.astype(np.float32), rtol=1e-6)
+
+
+def test_the_command_line_says_what_is_wrong_with_its_inputs(tmp_path, capsys):
+    from miltext.cli import main
+    model = os.path.join(os.path.dirname(HERE), "examples", "mlp", "model.mil")
+    (tmp_path / "junk.npy").write_bytes(b"not an array")
+    for args, says in [(["-i", "z=[[1.0]]"], "main has no input named z (it takes %x)"),
+                       (["-i", "x=[[1.0]]"], "input %x is (1, 1), but dim 1 must be 8"),
+                       (["-i", f"x={tmp_path / 'junk.npy'}"], "not a .npy file (it does not start with numpy's header)"),
+                       (["-i", "x=[[1.0"], "is neither a .npy file nor a literal"),
+                       ([], "input %x is not given")]:
+        assert main(["run", model, *args]) == 1
+        err = capsys.readouterr().err
+        assert says in err and "error:" in err and "Traceback" not in err

@@ -72,8 +72,11 @@ def _named(spec: str):
         import numpy as np
         from ..files import read_regular
         import io
+        data = read_regular(value)     # a missing or unreadable file says so itself
+        if not data.startswith(b"\x93NUMPY"):
+            raise InputError(f"{value}: not a .npy file (it does not start with numpy's header)")
         try:
-            return name, np.load(io.BytesIO(read_regular(value)), allow_pickle=False)
+            return name, np.load(io.BytesIO(data), allow_pickle=False)
         except ValueError as e:
             raise InputError(f"{value}: not a .npy file ({e})") from None
     try:

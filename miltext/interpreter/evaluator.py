@@ -27,6 +27,10 @@ class Evaluator:
             raise RunError(f"the program has no function {function!r} "
                            f"(it has {', '.join(sorted(self.program.functions)) or 'none'})")
         self.states = states if states is not None else {}
+        extra = set(inputs) - {v.name for v in fn.inputs}
+        if extra:
+            raise RunError(f"{function} has no input named {', '.join(sorted(extra))} "
+                           f"(it takes {', '.join('%' + v.name for v in fn.inputs) or 'none'})", fn.loc)
         env = {}
         for var in fn.inputs:
             if isinstance(var.type, StateType):
@@ -37,9 +41,6 @@ class Evaluator:
             if var.name not in inputs:
                 raise RunError(f"input %{var.name} is not given", var.loc)
             env[var.name] = _as_input(var, inputs[var.name])
-        extra = set(inputs) - {v.name for v in fn.inputs}
-        if extra:
-            raise RunError(f"{function} has no input named {', '.join(sorted(extra))}")
         try:
             outputs = self.block(fn.block, env, fn.opset)
         finally:
