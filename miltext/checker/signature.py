@@ -83,7 +83,7 @@ def _enum(ops, key: str, choices) -> None:
     what = "a dtype" if key.endswith("dtype") else f"a {key}"
     meant = None
     if hint and (ops.op.type, key) == ("cast", "dtype"):
-        x = ops.type("x")
+        x = (ops.types("x") or [None])[0]      # unknown when x's maker was at fault
         meant = [TensorType(hint, x.shape)] if isinstance(x, TensorType) and x.rank is None else None
     takes = "a MIL dtype name: fp16, fp32, int32, bool, ..." if choices is enums.DTYPE_NAMES \
         else _either(list(choices), quote=True)
