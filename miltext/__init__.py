@@ -1,9 +1,32 @@
 """miltext: MIL (Core ML's Model Intermediate Language) as readable, diffable source text."""
 from .errors import ParseError, ProgramError
-from .ir import *  # noqa: F401,F403 - the object model is the public API
-from .ir import __all__ as _ir_all
 
 __version__ = "0.1.0"
+
+# The object model (miltext.ir) is the public API, loaded on first use (PEP 562): a command that
+# never builds one, such as `miltext textconv` which git runs once per file, skips its import.
+_IR_NAMES = ("Block", "Function", "Operation", "Program", "Var", "MISSING", "UNSET_DIM", "VARIADIC",
+             "DictType", "ListType", "StateType", "TensorType", "TupleType", "UnknownType",
+             "ValueType", "DEFAULT_WEIGHT_FILE", "Blob", "DictData", "Elided", "EmptyImmediate",
+             "ListData", "TensorData", "TupleData", "Value", "WeightRef")
+
+
+def __getattr__(name: str):
+    """A name of the object model, or a submodule (`miltext.dtypes`), imported when first used."""
+    import importlib
+    if name in _IR_NAMES:
+        value = globals()[name] = getattr(importlib.import_module(".ir", __name__), name)
+        return value
+    try:
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_IR_NAMES))
 
 
 def loads(text: str, filename: str | None = None) -> "Program":
@@ -82,4 +105,4 @@ def to_coremltools(program: "Program", folder=None):
 
 
 __all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "run", "from_coremltools", "to_coremltools",
-           "ParseError", "ProgramError", *_ir_all]
+           "ParseError", "ProgramError", *_IR_NAMES]

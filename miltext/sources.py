@@ -5,7 +5,6 @@ import os
 
 from .errors import InputError, ParseError, ProgramError
 from .files import read_regular
-from .ir import Program
 
 TEXT_SUFFIXES = (".mil", ".txt")
 PROTO_SUFFIXES = (".pb", ".binpb")
@@ -46,7 +45,8 @@ def read_source(path: str, *, with_model: bool = False):
     return parse(text, path, with_model=with_model), text
 
 
-def program_from_bytes(path: str, data: bytes) -> Program:
+def program_from_bytes(path: str, data: bytes) -> "Program":
+    from .ir import Program
     try:
         return Program.from_proto(data)
     except ProgramError as e:

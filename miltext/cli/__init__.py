@@ -6,11 +6,10 @@ traceback), 2 for a wrong command line.
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
-import re
 import sys
+from types import SimpleNamespace
 
 from .. import __version__
 from ..errors import ParseError, ProgramError
@@ -34,9 +33,10 @@ COMMANDS = [
 ]
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None):
     """The parser of every command, or given `command`, of that one only (no other module is
     loaded): git runs `miltext textconv` once per file, so start-up counts."""
+    import argparse
     ap = argparse.ArgumentParser(prog="miltext", description="Core ML's MIL as source text.")
     ap.add_argument("--version", action="version", version=f"miltext {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     names = {name for name, _, _ in COMMANDS}
     command = argv[0] if argv and argv[0] in names else None
-    args = build_parser(command).parse_args(argv)
+    args = textconv_args(argv) or build_parser(command).parse_args(argv)
     try:
         return args.run(args)
     except ParseError as e:
@@ -79,6 +79,16 @@ def main(argv=None) -> int:
         return args.error_status
 
 
+def textconv_args(argv: list):
+    """The arguments of `textconv FILE`, the way git runs it (once per file version), read
+    without building a command-line parser (argparse is a tenth of its start-up); None for any
+    other command line. They are what build_parser("textconv") makes of it (tests/test_cli)."""
+    if len(argv) != 2 or argv[0] != "textconv" or argv[1].startswith("-"):
+        return None
+    from . import textconv_cmd
+    return SimpleNamespace(command="textconv", file=argv[1], run=textconv_cmd.run, error_status=1)
+
+
 _CHUNK = 1 << 20
 
 
@@ -88,6 +98,7 @@ def with_error(message: str, args=None) -> str:
     first = message.split("\n", 1)[0]
     if first.startswith("error: ") or ": error: " in first:
         return message
+    import re
     own = re.match(r"(miltext[\w -]*): ", first)     # `miltext git-setup: ...`
     if own:
         return f"{own.group(1)}: error: {message[own.end():]}"

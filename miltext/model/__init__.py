@@ -12,7 +12,10 @@ the model section of MIL text.
 """
 from __future__ import annotations
 
-from ..ir import Program
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..ir import Program
 
 
 class Model:
@@ -36,6 +39,7 @@ class Model:
         if self._program is None and self._program_proto is not None:
             from ..errors import ProgramError
             from ..errors import InputError
+            from ..ir import Program
             try:
                 self._program = Program.from_proto(self._program_proto)
             except ProgramError as e:

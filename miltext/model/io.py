@@ -11,11 +11,8 @@ from ..errors import InputError
 from ..files import read_regular
 from ..sources import check_program_bytes, program_file
 from . import Model
-from .blobs import references
-from .derive import DescriptionError
 from .mlmodel import model_to_bytes, read_mlmodel
 from .package import is_package, read_package, write_package
-from .weight_refs import WeightRefError
 from .text import model_text, read_text_model
 
 PACKAGE, MLMODEL, PROGRAM, TEXT = "package", "mlmodel", "program", "text"
@@ -94,6 +91,8 @@ def _read_program_proto(path: str) -> Model:
 def write_model(model: Model, path: str, progress=None, kind: str | None = None) -> None:
     """Write `model` as the `kind` of file `path` names (or as `kind`). A package gets the
     weight files of `model.folder`, each blob checked first; a .mlmodel or .pb cannot carry them."""
+    from .derive import DescriptionError   # here: reading (git's textconv) needs neither
+    from .weight_refs import WeightRefError
     progress = progress or Silent()
     kind = kind or kind_of(path)
     source = model.source or "<model>"
@@ -126,6 +125,7 @@ def _not_the_source(model: Model, path: str) -> None:
 
 
 def _no_weights(model: Model, path: str) -> None:
+    from .blobs import references
     refs = references(model.program)
     if refs:
         raise InputError(f"{path}: a .mlmodel file cannot carry weight files, and the program has "

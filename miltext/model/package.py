@@ -19,9 +19,7 @@ from ..files import atomic_folder, open_regular, read_regular
 from ..errors import InputError
 from . import Model
 from .blobs import UnsafePathError, Weights, files_to_copy, join_inside
-from . import weight_refs
 from .mlmodel import model_to_bytes, read_mlmodel
-from .weights import WeightWriter
 
 MANIFEST = "Manifest.json"
 DATA = "Data"
@@ -79,6 +77,8 @@ def read_package(path: str) -> Model:
 def write_package(model: Model, path: str, progress) -> None:
     """Write `model` as a package at `path`, with the weight files of `model.folder`, each blob
     checked against its type first."""
+    from . import weight_refs     # here: reading a package (git's textconv) needs neither
+    from .weights import WeightWriter
     # npy(...) and safetensors(...) values: their tensors go after the blobs of weight.bin
     plan = weight_refs.plan(model.program, model.folder, model.folder and os.path.join(model.folder, DEFAULT_WEIGHTS))
     with plan.applied():

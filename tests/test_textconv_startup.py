@@ -1,0 +1,59 @@
+"""`miltext textconv` starts light: git runs it once per file version, so it must not import what
+it does not use (the issue's budget is a tenth of `import coremltools`; bench/textconv_startup.py
+times it). These tests keep the heavy modules out, so the start-up cannot quietly regress."""
+import os
+import subprocess
+import sys
+
+from miltext.cli import build_parser, textconv_args
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "tests", "review", "mlp6.mlpackage")
+MODEL = os.path.join(PACKAGE, "Data", "com.apple.CoreML", "model.mlmodel")
+WEIGHTS = os.path.join(PACKAGE, "Data", "com.apple.CoreML", "weights", "weight.bin")
+
+# What textconv of a model needs none of: the arrays, the parser, coremltools, protobuf's Python
+# descriptor layer (miltext.proto.schema builds its pool in upb), the command-line parser.
+NOT_IMPORTED = ("numpy", "lark", "miltext.text.parser", "coremltools", "torch",
+                "google.protobuf.descriptor_pb2", "google.protobuf.descriptor_pool",
+                "google.protobuf.message_factory", "google.protobuf.text_format", "argparse")
+
+PROBE = """
+import runpy, sys
+sys.argv = ["miltext", "textconv", sys.argv[1]]
+try:
+    runpy.run_module("miltext.cli", run_name="__main__")
+except SystemExit as e:
+    assert not e.code, e.code
+print("\\n".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def textconv_modules(path: str) -> tuple:
+    """textconv's output for `path`, run as git runs it (a process of its own), and the modules
+    it imported."""
+    result = subprocess.run([sys.executable, "-c", PROBE, path], capture_output=True, text=True, cwd=ROOT,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout, set(result.stderr.split())
+
+
+def test_textconv_of_a_model_imports_nothing_heavy():
+    text, modules = textconv_modules(MODEL)
+    assert text.startswith("model(specificationVersion=") and "= linear(" in text
+    assert "miltext.text._fastprint" in modules or os.environ.get("MILTEXT_PURE_PYTHON") == "1"
+    assert sorted(modules.intersection(NOT_IMPORTED)) == []
+
+
+def test_textconv_of_a_weight_file_imports_nothing_heavy():
+    text, modules = textconv_modules(WEIGHTS)
+    assert "blob" in text
+    assert sorted(modules.intersection(NOT_IMPORTED)) == []
+
+
+def test_textconv_arguments_are_what_the_command_line_parser_makes():
+    for argv in (["textconv", MODEL], ["textconv", "a file.mlmodel"]):
+        quick, parsed = textconv_args(argv), build_parser("textconv").parse_args(argv)
+        assert vars(quick) == vars(parsed)
+    for argv in (["textconv", "--help"], ["textconv"], ["textconv", "a", "b"], ["print", MODEL]):
+        assert textconv_args(argv) is None
