@@ -156,13 +156,13 @@ def native_printer_built() -> bool:
 
 
 def native_encoder_built() -> bool:
-    from miltext.proto import fastencode
+    from miltext.ir import fastencode
     return fastencode.available()
 
 
 def native_encoder_used(program) -> bool:
     """Whether text->proto's encoding took the native encoder (built, enabled, able)."""
-    from miltext.proto import fastencode
+    from miltext.ir import fastencode
     return fastencode.program_bytes(program) is not None
 
 

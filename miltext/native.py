@@ -2,7 +2,7 @@
 
 Two optional C extensions do the whole-program conversions without Python-level work per
 field: miltext.text.fastprint (serialized Program -> canonical text) and
-miltext.proto.fastencode (object model -> serialized Program). pip builds them when a C
+miltext.ir.fastencode (object model -> serialized Program). pip builds them when a C
 compiler is there. Each gives up on anything it does not do exactly as the Python code does,
 which then runs instead. With MILTEXT_PURE_PYTHON=1 in the environment, neither is used.
 """

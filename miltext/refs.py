@@ -10,7 +10,10 @@ its diagnostics on that, and `to_proto(strict=True)` refuses programs with undef
 """
 from __future__ import annotations
 
-from .ir import Block, Program, Var
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the object model's encoder imports this module
+    from .ir import Block, Program, Var
 
 
 class Scope:

@@ -56,7 +56,7 @@ def program_from_bytes(path: str, data: bytes) -> "Program":
 def check_program_bytes(path: str, data: bytes) -> None:
     """Raise the InputError program_from_bytes would for bytes protobuf cannot read as a
     Program, without building the object model."""
-    from .proto.decode import program_message
+    from .ir.decode import program_message
     try:
         program_message(data)
     except ProgramError as e:

@@ -18,7 +18,7 @@ from miltext.ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, Dic
                         EmptyImmediate, Function, ListData, ListType, Operation, Program,
                         StateType, TensorData, TensorType, TupleData, TupleType, UnknownType,
                         Value, Var)
-from miltext.proto import encode, fastencode
+from miltext.ir import encode, fastencode
 
 require_native("miltext.proto._fastencode")
 pytestmark = pytest.mark.usefixtures("native_enabled")

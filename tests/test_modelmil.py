@@ -328,7 +328,8 @@ def test_float_spelling(dtype, value, text):
 
 
 def proto_bytes_of_value(value: Value) -> bytes:
-    from miltext.proto import encode, schema
+    from miltext.ir import encode
+    from miltext.proto import schema
     msg = schema.Value()
     encode.value(value, msg)
     return msg.SerializeToString(deterministic=True)

@@ -12,7 +12,7 @@ class Context:
     def __init__(self, program, source: str | None = None, weights=None, section=None):
         self.program = program
         self.weights = weights          # a weights.WeightFiles, or None: blobs are not checked
-        self.section = section          # the text's model section (miltext.model.syntax), or None
+        self.section = section          # the text's model section (miltext.text.section_syntax), or None
         self.where = Locator(source)
         self.diagnostics: list[Diagnostic] = []
         self.faulty_ops: set = set()    # ids of ops whose call is wrong (inference skips them)

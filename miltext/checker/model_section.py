@@ -77,7 +77,7 @@ class _Places:
     """Where each feature of the section is written: (function name or None, kind, name) -> loc."""
 
     def __init__(self, section):
-        from ..model.syntax import Feature
+        from ..text.section_syntax import Feature
         self.features, self.functions = {}, {}
         for item in section.body or ():
             if isinstance(item, Feature):

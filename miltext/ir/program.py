@@ -77,7 +77,7 @@ class Program:
     def from_proto(cls, data) -> "Program":
         """A Program from serialized MIL Program bytes or a Program message (any pool)."""
         from ..errors import ProgramError
-        from ..proto.decode import program_from_proto
+        from .decode import program_from_proto
         try:
             return program_from_proto(data)
         except RecursionError:
@@ -89,7 +89,7 @@ class Program:
         Raises ProgramError for what no proto can hold (a value left out as `[...]`); with
         `strict`, also for references to names nothing defines."""
         from ..errors import ProgramError
-        from ..proto.encode import program_to_proto
+        from .encode import program_to_proto
         try:
             return program_to_proto(self, strict=strict)
         except RecursionError:
@@ -100,7 +100,7 @@ class Program:
         and the same errors, written straight from the object model by the native encoder when
         it is built and handles the program (no message is made), else through to_proto."""
         from ..errors import ProgramError
-        from ..proto.encode import program_bytes
+        from .encode import program_bytes
         try:
             return program_bytes(self, strict=strict)
         except RecursionError:

@@ -25,7 +25,7 @@ class Model:
     (`text`, `section`), so that `check` can place what it finds there."""
 
     text: str | None = None     # the MIL text it was parsed from
-    section = None              # the model section (miltext.model.syntax.Section) of that text
+    section = None              # the model section (miltext.text.section_syntax.Section) of that text
 
     def __init__(self, program: Program | None = None, spec=None, folder: str | None = None,
                  source: str | None = None, *, program_proto: bytes | None = None):

@@ -23,7 +23,7 @@ from ..errors import ParseError
 from ..ir import StateType, TensorType, Value
 from ..text import lexemes
 from ..text.printer import type_text, value_text
-from .syntax import Call, Feature, Section
+from ..text.section_syntax import Call, Feature, Section
 
 WIDTH = 120                 # a line longer than this puts one argument of its call per line
 INDENT = "  "

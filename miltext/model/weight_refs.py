@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..files import open_regular
 from ..ir import Blob, StateType, TensorType, WeightRef
 from ..text.blob_layout import values as program_values
-from .weights import BLOB_CODES, HEADER_SIZE, RECORD_SIZE, align
+from ..blob_storage import BLOB_CODES, HEADER_SIZE, RECORD_SIZE, align
 
 CHUNK_BYTES = 1 << 25          # what is read at a time from a large tensor
 INSTALL = "pip install 'miltext[weights]'"

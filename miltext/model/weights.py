@@ -1,17 +1,10 @@
-"""The weight file of an ML program (`weight.bin`, Core ML's blob storage version 2).
-
-All integers are little-endian. The file starts with a 64-byte header (u32 blob count,
-u32 version = 2, reserved zeros). Each blob is a 64-byte metadata record at a 64-aligned offset
-(u32 sentinel 0xDEADBEEF, u32 blob dtype, u64 size in bytes, u64 absolute offset of the data,
-u64 unused bits in the last byte of sub-byte data, reserved) directly followed by its data; the
-next record starts at the next multiple of 64, and the file ends with the last blob's data. A
-`blob(offset)` in MIL text is the offset of a metadata record. Elements are packed as
+"""The weight file of an ML program (`weight.bin`, Core ML's blob storage version 2, whose layout
+miltext.blob_storage describes): reading, writing and describing it. Elements are packed as
 `packing` packs them (sub-byte dtypes LSB first), the same as `TensorValue.bytes`.
 """
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
 
 from ..lazy import numpy as np
@@ -19,19 +12,8 @@ from ..lazy import numpy as np
 from .. import dtypes, packing
 from ..files import atomic_file, open_regular
 from ..errors import InputError
+from ..blob_storage import BLOB_CODES, HEADER, RECORD, SENTINEL, VERSION, align
 
-ALIGNMENT = 64
-SENTINEL = 0xDEADBEEF
-VERSION = 2
-_HEADER = struct.Struct("<II56x")           # count, version, reserved
-_RECORD = struct.Struct("<IIQQQ32x")        # sentinel, dtype, size, data offset, padding bits, reserved
-HEADER_SIZE = _HEADER.size                  # where the first blob's record is
-RECORD_SIZE = _RECORD.size
-
-# MILBlob's BlobDataType codes (not MIL.proto's DataType codes).
-BLOB_CODES = {"fp16": 1, "fp32": 2, "uint8": 3, "int8": 4, "bf16": 5, "int16": 6, "uint16": 7,
-              "int4": 8, "uint1": 9, "uint2": 10, "uint4": 11, "uint3": 12, "uint6": 13,
-              "int32": 14, "uint32": 15, "fp8e4m3fn": 16, "fp8e5m2": 17}
 _DTYPE_OF_CODE = {code: name for name, code in BLOB_CODES.items()}
 DIGEST_LENGTH = 8  # hex digits of sha256 shown beside a blob reference
 _CHUNK = 1 << 24   # bytes read at a time from large blobs
@@ -61,10 +43,6 @@ class BlobInfo:
         return (self.size * 8 - self.padding_bits) // dtypes.by_name(self.dtype).bits
 
 
-def align(offset: int) -> int:
-    return -(-offset // ALIGNMENT) * ALIGNMENT
-
-
 class WeightReader:
     """Reads blobs from a weight file, checking each record it touches."""
 
@@ -73,11 +51,11 @@ class WeightReader:
         self._file = open_regular(self.path, "weight file")
         try:
             self.file_size = os.fstat(self._file.fileno()).st_size
-            if self.file_size < _HEADER.size:
+            if self.file_size < HEADER.size:
                 raise WeightFileError(f"{self.path} is not a weight file (blob storage version {VERSION}): "
                                       f"it has {self.file_size} bytes, less than a header",
                                       f"{self.name} is not a weight file (blob storage version {VERSION})")
-            self.count, version = _HEADER.unpack(self._read(0, _HEADER.size, "the header"))
+            self.count, version = HEADER.unpack(self._read(0, HEADER.size, "the header"))
             if version != VERSION:
                 raise WeightFileError(f"{self.path} is not a weight file: weight file version {version}; only "
                                       f"version {VERSION} is known",
@@ -111,18 +89,18 @@ class WeightReader:
 
     def info(self, offset: int) -> BlobInfo:
         """The checked metadata record at `offset`."""
-        if offset < _HEADER.size:
+        if offset < HEADER.size:
             raise self.error(f"offset {offset} is inside the header of {self.name}")
-        if offset + _RECORD.size > self.file_size:
+        if offset + RECORD.size > self.file_size:
             raise self.error(f"offset {offset} is past the end of {self.name} ({self.file_size} bytes)")
-        sentinel, code, size, data_offset, padding = _RECORD.unpack(self._read(offset, _RECORD.size, f"blob {offset}"))
+        sentinel, code, size, data_offset, padding = RECORD.unpack(self._read(offset, RECORD.size, f"blob {offset}"))
         if sentinel != SENTINEL:
             raise self.error(f"no blob starts at offset {offset} of {self.name}: bad sentinel 0x{sentinel:08x} "
                              f"(a record starts with 0x{SENTINEL:08X})")
         name = _DTYPE_OF_CODE.get(code)
         if name is None:
             raise self.error(f"blob {offset} has unknown dtype code {code}")
-        if data_offset != offset + _RECORD.size:
+        if data_offset != offset + RECORD.size:
             raise self.error(f"blob {offset}: its data offset {data_offset} does not follow its record")
         if data_offset + size > self.file_size:
             raise self.error(f"truncated: blob {offset} needs {size} bytes of data from {data_offset}, "
@@ -172,7 +150,7 @@ class WeightReader:
 
     def blobs(self) -> list[BlobInfo]:
         """Every blob, in file order, checked; the header's count must agree."""
-        found, offset = [], _HEADER.size
+        found, offset = [], HEADER.size
         while offset < self.file_size:
             info = self.info(offset)
             found.append(info)
@@ -192,8 +170,8 @@ class WeightWriter:
         self._file = self._context.__enter__()
         try:
             if base is None:
-                self._file.write(bytes(_HEADER.size))
-                self._end, self.count = _HEADER.size, 0
+                self._file.write(bytes(HEADER.size))
+                self._end, self.count = HEADER.size, 0
             else:
                 with WeightReader(base) as reader:
                     self.count = reader.count
@@ -232,7 +210,7 @@ class WeightWriter:
         that no more than a piece is ever in memory; returns its offset."""
         offset = align(self._end)
         self._file.write(bytes(offset - self._end))
-        self._file.write(_RECORD.pack(SENTINEL, BLOB_CODES[dtype], size, offset + _RECORD.size, padding_bits))
+        self._file.write(RECORD.pack(SENTINEL, BLOB_CODES[dtype], size, offset + RECORD.size, padding_bits))
         written = 0
         for chunk in chunks:
             self._file.write(chunk)
@@ -241,13 +219,13 @@ class WeightWriter:
                 progress.advance(len(chunk), "weights")
         if written != size:
             raise ValueError(f"a {dtype} blob of {size} bytes was given {written}")
-        self._end = offset + _RECORD.size + size
+        self._end = offset + RECORD.size + size
         self.count += 1
         return offset
 
     def close(self) -> None:
         self._file.seek(0)
-        self._file.write(_HEADER.pack(self.count, VERSION))
+        self._file.write(HEADER.pack(self.count, VERSION))
         self._file.seek(0, os.SEEK_END)
         self._context.__exit__(None, None, None)
 
@@ -265,8 +243,8 @@ def is_weight_file(path: str) -> bool:
     if path.lower().endswith("weight.bin"):
         return True
     with open(path, "rb") as f:
-        head = f.read(_HEADER.size + 4)
-    return len(head) >= _HEADER.size and _HEADER.unpack(head[:_HEADER.size])[1] == VERSION
+        head = f.read(HEADER.size + 4)
+    return len(head) >= HEADER.size and HEADER.unpack(head[:HEADER.size])[1] == VERSION
 
 
 def describe(path) -> str:

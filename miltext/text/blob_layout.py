@@ -1,7 +1,7 @@
 """Blob offsets that need no saying: where coremltools puts each weight in a weight file.
 
 coremltools writes a program's blobs one after the other, in program order, each as a 64-byte
-record and its data, every record at the next multiple of 64 (miltext.model.weights). So an
+record and its data, every record at the next multiple of 64 (miltext.blob_storage). So an
 offset follows from the blob before it in the same file and that blob's type: the first blob
 of a file is at 64, the next at align(offset + 64 + data bytes). The canonical text writes such
 an offset as plain `blob` (`blob("@model_path/weights/other.bin")` for another file) and writes
@@ -16,7 +16,7 @@ from contextvars import ContextVar
 
 from .. import dtypes, ops
 from ..ir import Blob, DictData, ListData, StateType, TensorType, TupleData
-from ..model.weights import HEADER_SIZE, RECORD_SIZE, align
+from ..blob_storage import HEADER_SIZE, RECORD_SIZE, align
 
 
 def data_bytes(vtype) -> int | None:

@@ -11,7 +11,7 @@ from .. import dtypes
 from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
                   Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
 from ..ir.types import MISSING
-from ..model.syntax import Call, Feature, Section
+from .section_syntax import Call, Feature, Section
 from . import blob_layout, lexemes
 from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
                        NumLit, Ref, default_value, prepared, storage_escape, string_value,

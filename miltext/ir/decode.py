@@ -6,11 +6,11 @@ from google.protobuf.message import DecodeError
 
 from .. import dtypes
 from ..errors import ProgramError
-from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, EmptyImmediate,
-                  Function, ListData, ListType, Operation, Program, StateType, TensorData,
-                  TensorType, TupleData, TupleType, UnknownType, Value, Var)
 from ..bulk import bulk
-from . import schema
+from ..proto import schema
+from .program import Block, Function, Operation, Program, Var
+from .types import MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType, TupleType, UnknownType
+from .values import Blob, DictData, EmptyImmediate, ListData, TensorData, TupleData, Value
 
 _FIXED_TYPES = {"floats": "<f4", "doubles": "<f8"}
 _FIXED_WIDTH = LazyTable(_FIXED_TYPES, lambda field: np.dtype(_FIXED_TYPES[field]))

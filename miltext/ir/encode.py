@@ -5,11 +5,11 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ProgramError
-from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate, WeightRef,
-                  ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
-                  UnknownType, Value)
 from ..bulk import bulk
-from . import fastencode, schema
+from ..proto import schema
+from . import fastencode
+from .types import MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType, TupleType, UnknownType
+from .values import Blob, DictData, Elided, EmptyImmediate, ListData, TensorData, TupleData, Value, WeightRef
 
 _FIXED_WIDTH = {"floats": np.dtype("<f4"), "doubles": np.dtype("<f8")}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..native import pure_python
 
 try:
-    from . import _fastencode
+    from ..proto import _fastencode
 except ImportError:  # not built: no C compiler, or a source tree that was never installed
     _fastencode = None
 
@@ -30,16 +30,18 @@ def _configure() -> None:
     global _configured
     import numpy as np
 
-    from .. import dtypes, ir
-    names = ["Program", "Function", "Block", "Operation", "Var", "TensorType", "ListType",
-             "TupleType", "DictType", "StateType", "UnknownType", "Value", "TensorData",
-             "TupleData", "ListData", "DictData", "Blob", "EmptyImmediate"]
-    classes = {name: getattr(ir, name) for name in names}
+    from .. import dtypes
+    from .program import Block, Function, Operation, Program, Var
+    from .types import MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType, TupleType, UnknownType
+    from .values import Blob, DictData, EmptyImmediate, ListData, TensorData, TupleData, Value
+    classes = {cls.__name__: cls for cls in (
+        Program, Function, Block, Operation, Var, TensorType, ListType, TupleType, DictType, StateType,
+        UnknownType, Value, TensorData, TupleData, ListData, DictData, Blob, EmptyImmediate)}
     classes["ndarray"] = np.ndarray
     # exactly what dtypes.by_name answers for every name it knows (aliases included); the
     # extension reads "dtypeN" itself
     codes = {name: dtypes.by_name(name).code for name in (*dtypes.BY_NAME, *dtypes.ALIASES)}
-    _fastencode.configure(classes, (ir.MISSING, ir.UNSET_DIM, ir.VARIADIC), codes)
+    _fastencode.configure(classes, (MISSING, UNSET_DIM, VARIADIC), codes)
     _configured = True
     _check_against_protobuf()
 
@@ -52,8 +54,9 @@ def _check_against_protobuf() -> None:
     whose maps hold keys that are prefixes of one another (upb puts "ab" before "a", a rule a
     protobuf release could change). Should they differ, the Python path does all the work."""
     global _agrees_with_protobuf
-    from ..ir import Block, Function, Operation, Program, Value, Var
     from .encode import _python_proto
+    from .program import Block, Function, Operation, Program, Var
+    from .values import Value
     op = Operation("f", inputs={"x": ["a"], "xy": ["a"], "": ["a"]}, outputs=[Var("b")],
                    attributes={"n": Value.tensor("b"), "na": Value.tensor(1)})
     block = Block(outputs=["b"], operations=[op])
