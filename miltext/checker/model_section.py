@@ -207,7 +207,7 @@ class _Agreement:
         self._shape(list(a.shape), ranges, t, what, loc, where)
 
     def _dtype(self, code: int, t: TensorType, what, loc, where) -> None:
-        from ..model.section import ARRAY_DTYPES
+        from ..model.derive import ARRAY_DTYPES
         dtype = ARRAY_DTYPES.get(code)
         if dtype is not None and dtype != t.dtype:
             self._error(loc, f"{what} is {dtype} here, but {t.dtype} in the program", where,

@@ -85,8 +85,8 @@ def textconv_args(argv: list):
     other command line. They are what build_parser("textconv") makes of it (tests/test_cli)."""
     if len(argv) != 2 or argv[0] != "textconv" or argv[1].startswith("-"):
         return None
-    from . import textconv_cmd
-    return SimpleNamespace(command="textconv", file=argv[1], run=textconv_cmd.run, error_status=1)
+    module = importlib.import_module(f"{__name__}.textconv_cmd")   # as build_parser loads it
+    return SimpleNamespace(command="textconv", file=argv[1], run=module.run, error_status=1)
 
 
 _CHUNK = 1 << 20

@@ -13,7 +13,10 @@ program it converted (`backend/mil/load.py`), for MIL text that does not give it
 from __future__ import annotations
 
 from ..ir import DictType, StateType, TensorType
-from .section import ARRAY_CODES
+
+# MLMultiArray's data types (Model.proto's ArrayFeatureType), by the names MIL text gives them.
+ARRAY_DTYPES = {65568: "fp32", 65600: "fp64", 131104: "int32", 131080: "int8", 65552: "fp16"}
+ARRAY_CODES = {name: code for code, name in ARRAY_DTYPES.items()}
 
 # coremltools' _OPSET, turned around: the specification version each opset needs.
 OPSET_SPECIFICATION = {"CoreML3": 4, "CoreML4": 5, "CoreML5": 6, "CoreML6": 7, "CoreML7": 8,

@@ -10,7 +10,7 @@ from ..progress import Silent
 from ..errors import InputError
 from ..files import read_regular
 from ..sources import check_program_bytes, program_file
-from . import Model
+from .core import Model
 from .mlmodel import model_to_bytes, read_mlmodel
 from .package import is_package, read_package, write_package
 from .text import model_text, read_text_model

@@ -12,7 +12,7 @@ from google.protobuf.message import DecodeError
 from ..proto import schema
 from ..errors import InputError
 from ..files import read_regular
-from . import Model
+from .core import Model
 
 
 def read_mlmodel(path: str, folder: str | None = None) -> Model:

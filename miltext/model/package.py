@@ -17,7 +17,7 @@ import os
 
 from ..files import atomic_folder, open_regular, read_regular
 from ..errors import InputError
-from . import Model
+from .core import Model
 from .blobs import UnsafePathError, Weights, files_to_copy, join_inside
 from .mlmodel import model_to_bytes, read_mlmodel
 

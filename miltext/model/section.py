@@ -24,11 +24,10 @@ from ..ir import StateType, TensorType, Value
 from ..text import lexemes
 from ..text.printer import type_text, value_text
 from ..text.section_syntax import Call, Feature, Section
+from .derive import ARRAY_CODES, ARRAY_DTYPES, specification_version
 
 WIDTH = 120                 # a line longer than this puts one argument of its call per line
 INDENT = "  "
-ARRAY_DTYPES = {65568: "fp32", 65600: "fp64", 131104: "int32", 131080: "int8", 65552: "fp16"}
-ARRAY_CODES = {name: code for code, name in ARRAY_DTYPES.items()}
 SCALAR_KINDS = {"int64": "int64Type", "fp64": "doubleType", "string": "stringType"}
 COLOR_SPACES = {10: "GRAYSCALE", 20: "RGB", 30: "BGR", 40: "GRAYSCALE_FLOAT16"}
 KEY_TYPES = {"int64": "int64KeyType", "string": "stringKeyType"}
@@ -252,7 +251,6 @@ def spec_from_section(section: Section, program):
 
 
 def _spec(section: Section, program):
-    from .derive import specification_version
     spec = _schema().Model()
     call = section.call
     args = dict(call.args)

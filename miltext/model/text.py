@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..sources import program_file, read_source
-from . import Model
+from .core import Model
 from .section import SectionError, located_error, section_text, spec_from_section
 
 
