@@ -6,12 +6,12 @@ import os
 
 from ..sources import program_file, read_source
 from .core import Model
-from .section import SectionError, located_error, section_text, spec_from_section
 
 
 def model_text(model: Model, weights=None, program: str | None = None) -> str:
     """The canonical text of a model; with `weights` (a blobs.Weights), a digest beside each
     blob reference; with `program`, that text for the program (an author's, miltext.source)."""
+    from .section import section_text
     program = model.program_text() if program is None else program
     text = program if model.spec is None else section_text(model.spec) + ("\n" + program if program else "")
     if weights is not None:
@@ -28,6 +28,7 @@ def read_text_model(path: str) -> Model:
 
 
 def _model(section, program, text: str | None, filename, folder) -> Model:
+    from .section import SectionError, located_error, spec_from_section
     try:
         spec = None if section is None else spec_from_section(section, program)
     except SectionError as e:
@@ -48,11 +49,11 @@ def file_text(path: str, weight_digests: bool | None = False, progress=None) -> 
     """The canonical text of whatever `path` holds: a model or a program, or the list of blobs of
     a weight file. `weight_digests`: True puts a digest beside each blob reference, None does so
     when the weight files are there, False never."""
-    from .blobs import Weights, weights_present
-    from .io import read_model
     from .weights import describe, is_weight_file
     if is_weight_file(path):
-        return describe(path)
+        return describe(path)   # here: a weight file's text needs neither the object model nor protobuf
+    from .blobs import Weights, weights_present
+    from .io import read_model
     model = read_model(path, progress)
     if weight_digests is None:
         weight_digests = weights_present(model.program, model.folder)
