@@ -32,8 +32,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "tests", "review", "mlp6.mlpackage", "Data", "com.apple.CoreML", "model.mlmodel")
 COREMLTOOLS = [sys.executable, "-c", "import coremltools"]
-HEAVY = ("numpy", "lark", "miltext.text.parser", "miltext.ir", "coremltools",
-         "google.protobuf.descriptor_pb2", "google.protobuf.descriptor_pool")
+HEAVY = ("numpy", "lark", "miltext.text.parser", "coremltools", "google.protobuf.descriptor_pb2",
+         "google.protobuf.descriptor_pool", "argparse")
 
 
 def textconv(python: str) -> list:
