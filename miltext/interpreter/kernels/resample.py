@@ -88,6 +88,35 @@ def resize_nearest_neighbor(a):
     return _nearest(x, (h, w), (h / x.shape[-2], w / x.shape[-1]))
 
 
+@kernel("resize")
+def resize(a):
+    """iOS17's resize: the last `resized_dims` dims to the sizes at the end of `shape` (0 keeps
+    a dim's size), linearly or to the nearest, with resize_bilinear's sampling modes."""
+    x = np.asarray(a("x"))
+    shape = [int(n) for n in np.asarray(a("shape")).reshape(-1)]
+    count = int(a.scalar("resized_dims"))
+    interpolation = str(a.scalar("interpolation_mode", "LINEAR"))
+    mode = str(a.scalar("sampling_mode", "DEFAULT"))
+    if mode not in _MODES:
+        raise RunError(f"sampling_mode {mode!r} is none resize knows ({', '.join(_MODES)})")
+    if interpolation not in ("LINEAR", "NEAREST_NEIGHBOR"):
+        raise RunError(f"interpolation_mode {interpolation!r} is none resize knows (LINEAR, NEAREST_NEIGHBOR)")
+    if interpolation == "NEAREST_NEIGHBOR" and mode != "DEFAULT":
+        raise RunError(f"resize runs NEAREST_NEIGHBOR with sampling_mode DEFAULT, not {mode!r} yet")
+    if not 0 <= count <= min(len(shape), x.ndim):
+        raise RunError(f"resized_dims {count} is more than shape's {len(shape)} sizes or x's rank {x.ndim}")
+    y = wide(x) if interpolation == "LINEAR" else x
+    for i in range(count):
+        axis = x.ndim - count + i
+        size, out = x.shape[axis], shape[len(shape) - count + i] or x.shape[axis]
+        if interpolation == "LINEAR":
+            y = _linear(y, axis, _source(out, size, _MODES[mode]))
+        else:
+            src = np.minimum(np.floor(np.arange(out) * (size / out)).astype(np.int64), size - 1)
+            y = np.take(y, src, axis=axis)
+    return y.astype(x.dtype)
+
+
 def _box_corners(boxes, mode: str):
     """(N, 4) boxes in `mode` as (h_start, w_start, h_end, w_end) columns."""
     a, b, c, d = (boxes[:, i] for i in range(4))
