@@ -847,3 +847,103 @@ def test_resize_nearest_repeats_and_a_zero_keeps_a_dim():
     got = run_op('resize(x=%x, shape=%s, resized_dims=uint32(2), interpolation_mode="NEAREST_NEIGHBOR")',
                  x=x, s=i32([0, 6]))
     same(got, np.repeat(np.arange(6).reshape(1, 2, 3), 2, axis=2), exact=True)
+
+
+# ---- resample and affine: the definition's 1-D examples of each padding mode ---------------------
+
+PADDED = {"constant": [0, 0, 0, 1, 2, 3, 0, 0, 0], "border": [1, 1, 1, 1, 2, 3, 3, 3, 3],
+          "reflection": [2, 3, 2, 1, 2, 3, 2, 1, 2], "symmetric": [3, 2, 1, 1, 2, 3, 3, 2, 1]}
+
+
+def _resample(x, coords, sampling="bilinear", padding="constant", mode="unnormalized", align=True):
+    return run_op(f'resample(x=%x, coordinates=%c, sampling_mode="{sampling}", padding_mode="{padding}", '
+                  f'padding_value=0.0, coordinates_mode="{mode}", align_corners={align})', x=x, c=coords)
+
+
+@pytest.mark.parametrize("padding", PADDED)
+@pytest.mark.parametrize("sampling", ["bilinear", "nearest"])
+def test_resample_pads_as_the_definition_shows(padding, sampling):
+    x = f32([[[[1, 2, 3]]]])                                       # one row: |1, 2, 3|
+    coords = f32([[[[p, 0] for p in range(-3, 6)]]])              # x = -3 ... 5, y = 0
+    same(_resample(x, coords, sampling, padding), [[[PADDED[padding]]]], exact=True)
+
+
+def test_resample_normalized_coordinates_reach_the_corner_pixels_and_interpolate():
+    x = f32(np.arange(4).reshape(1, 1, 2, 2))                    # [[0, 1], [2, 3]]: 2y + x
+    aligned = _resample(x, f32([[[[-1, -1], [1, 1], [0, 0]]]]), mode="normalized_minus_one_to_one")
+    same(aligned, [[[[0, 3, 1.5]]]])
+    # not aligned: -1 and 1 are the image's outer edges, half a pixel beyond the corner centers
+    same(_resample(x, f32([[[[-0.5, -0.5], [0.5, 0.5]]]]), mode="normalized_minus_one_to_one", align=False),
+         [[[[0, 3]]]])
+    same(_resample(x, f32([[[[0, 0], [1, 0.5]]]]), mode="normalized_zero_to_one"), [[[[0, 2]]]])
+
+
+def test_affine_identity_upsamples_as_aligned_linear_resizing():
+    x = f32([[[[0, 1], [2, 3]]]])
+    got = run_op('affine(x=%x, transform_matrix=%t, output_height=4, output_width=4, sampling_mode="bilinear", '
+                 'padding_mode="constant", padding_value=0.0, coordinates_mode="normalized_minus_one_to_one", '
+                 'align_corners=true)', x=x, t=f32([[1, 0, 0, 0, 1, 0]]))
+    same(got, np.add.outer(2 * np.arange(4) / 3, np.arange(4) / 3)[None, None])
+
+
+def test_affine_flip_reads_the_mirror_image():
+    x = f32(np.arange(6).reshape(1, 1, 2, 3))
+    got = run_op('affine(x=%x, transform_matrix=%t, output_height=2, output_width=3, sampling_mode="bilinear", '
+                 'padding_mode="constant", padding_value=0.0, coordinates_mode="normalized_minus_one_to_one", '
+                 'align_corners=true)', x=x, t=f32([[-1, 0, 0, 0, 1, 0]]))
+    same(got, x[..., ::-1])
+
+
+# ---- compressed weights: the iOS18 definitions' own examples --------------------------------------
+
+def _consts(line: str, outputs=("w",), opset="CoreML8"):
+    text = f"main[{opset}]() {{\n  block0() {{\n    {line}\n  }} -> ({', '.join('%' + o for o in outputs)})\n}}\n"
+    got = run(miltext.loads(text), {})
+    return got[outputs[0]] if len(outputs) == 1 else tuple(got[o] for o in outputs)
+
+
+INDICES = "(2, 2, 2, uint1)([[[0, 0], [1, 0]], [[1, 1], [0, 0]]])"
+PALETTE = "(1, 1, 1, 2, 3, fp32)([[[[[1, 2, 3], [4, 5, 6]]]]])"    # the vectors a = 1 2 3, b = 4 5 6
+
+
+def test_a_palette_of_vectors_fills_along_the_vector_axis():
+    a, b = [1, 2, 3], [4, 5, 6]
+    down = _consts(f"%w = constexpr_lut_to_dense(indices={INDICES}, lut={PALETTE}, vector_axis=1)")
+    want = np.array([[[x, y] for x, y in zip(a + b, a + a)], [[x, y] for x, y in zip(b + a, b + a)]])
+    same(down, want, exact=True)
+    across = _consts(f"%w = constexpr_lut_to_dense(indices={INDICES}, lut={PALETTE}, vector_axis=-1)")
+    same(across, [[a + a, b + a], [b + b, a + a]], exact=True)
+
+
+def test_sparse_blockwise_shift_scale_dequantizes_each_nonzero_by_its_column():
+    mask = [[1, 1, 0, 0], [1, 1, 1, 0], [0, 0, 1, 1], [1, 1, 0, 0]]
+    got_mask, values = _consts(
+        f"%m, %d = constexpr_sparse_blockwise_shift_scale(data_mask=(4, 4, uint1)({mask}), "
+        "nonzero_data=(9, int8)([10, 11, 3, 4, 5, 6, 7, 8, 9]), scale=(1, 4, fp32)([[0.1, 0.2, 0.3, 0.4]]), "
+        "offset=(1, 4, int8)([[1, 2, 3, 4]]))", outputs=("m", "d"))
+    same(got_mask, mask, exact=True)
+    same(values, [0.9, 1.8, 0.2, 0.4, 0.6, 0.9, 1.2, 0.7, 1.4])
+
+
+def test_conv_quantized_convolves_with_the_dequantized_weight():
+    x = f32(RNG.normal(size=(1, 2, 3, 3)))
+    q = np.array([[[[3]], [[5]]], [[[0]], [[2]]]], np.uint8)          # (C_out 2, C_in 2, 1, 1)
+    scale, bias = np.array([0.5, 2.0]), np.array([-1.0, 1.0])        # per output channel
+    w = q[:, :, 0, 0] * scale[:, None] + bias[:, None]                # 1x1: y = w @ x at each pixel
+    line = (f'%y = conv_quantized(x=%x, weight=(2, 2, 1, 1, uint8)({q.tolist()}), quantization_type="linear", '
+            'quant_scale=fp32([0.5, 2.0]), quant_bias=fp32([-1.0, 1.0]))')
+    same(run_op(line, x=x), np.einsum("oc,nchw->nohw", w, x))
+
+
+# resize_bilinear's grids (its Notes) with the box [1, 4] of a row whose values are their x:
+# the samples are the grid's points, from the box's start.
+CROP_GRIDS = {"DEFAULT": [0, 2], "OFFSET_CORNERS": [0.75, 2.25], "UNALIGN_CORNERS": [0.5, 2.5],
+              "ALIGN_CORNERS": [0, 3], "STRICT_ALIGN_CORNERS": [0, 3]}
+
+
+@pytest.mark.parametrize("mode", CROP_GRIDS)
+def test_crop_resize_samples_a_box_on_each_sampling_modes_grid(mode):
+    x = f32(np.tile(np.arange(6), (2, 1))[None, None])          # (1, 1, 2, 6): x's value is its w
+    got = run_op(f'crop_resize(x=%x, boxes=%b, target_height=1, target_width=2, sampling_mode="{mode}")',
+                 x=x, b=f32([[0, 1, 0, 4]]))
+    same(got, (1 + np.array(CROP_GRIDS[mode], np.float64))[None, None, None, :])
