@@ -272,3 +272,21 @@ def test_the_pre_commit_hook_is_this_formatter(tmp_path):
         command = [sys.executable, "-m", "miltext.cli", *entry.split()[1:], "c.mil"]
         assert subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=120).returncode == status
     assert (tmp_path / "c.mil").read_text(encoding="utf-8") == _read(os.path.join(CASES, "comments.mil.expected"))
+
+
+def test_a_comment_in_the_model_section_moves_with_its_item_when_the_items_are_put_in_order():
+    text = ("model(specificationVersion=8) {\n"
+            "  # the prediction\n"
+            "  output %y: (1, 4, fp32)  # a probability\n"
+            "  # the image\n"
+            "  input %x: (1, 4, fp32)\n"
+            "}\n\n"
+            "main[CoreML7](%x: (1, 4, fp32)) {\n  block0() {\n    %y = sigmoid(x=%x)\n  } -> (%y)\n}\n")
+    formatted = format_source(text)
+    assert formatted.startswith("model(specificationVersion=8) {\n"
+                                "  # the image\n"
+                                "  input %x: (1, 4, fp32)\n"
+                                "  # the prediction\n"
+                                "  output %y: (1, 4, fp32)  # a probability\n"
+                                "}\n")
+    assert format_source(formatted) == formatted

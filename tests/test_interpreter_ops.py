@@ -15,7 +15,7 @@ _DTYPES = {np.float32: "fp32", np.float16: "fp16", np.int32: "int32", np.bool_: 
 def run_op(op: str, outputs=("y",), **inputs):
     """One op (text after `%y = `, or a full `%a, %b = ...` line) run on the named inputs."""
     params = ", ".join(f"%{k}: ({''.join(f'{d}, ' for d in v.shape)}{_DTYPES[v.dtype.type]})" for k, v in inputs.items())
-    line = op if "=" in op.split("(")[0] else f"%y = {op}"
+    line = op if op.startswith("%") else f"%y = {op}"
     text = f"main[CoreML7]({params}) {{\n  block0() {{\n    {line}\n  }} -> ({', '.join('%' + o for o in outputs)})\n}}\n"
     got = run(miltext.loads(text), inputs)
     return got[outputs[0]] if len(outputs) == 1 else tuple(got[o] for o in outputs)
@@ -772,3 +772,178 @@ def test_crop_resize_roi_of_ios16_with_and_without_an_image_index():
     same(with_index, (16 + np.array([[0, 2], [8, 10]], np.float32))[None, None, None])
     every_image = crop(op, f32([0, 0, 2, 2]).reshape(1, 1, 4, 1, 1))           # the box on both images
     same(every_image, np.stack([b * 16 + np.array([[0, 2], [8, 10]], np.float32) for b in range(2)])[None, :, None])
+
+
+# ---- scatter_nd, non_maximum_suppression, resize -------------------------------------------------
+
+def test_scatter_nd_adds_repeated_rows_and_takes_negative_indices():
+    data = f32(np.zeros((3, 4)))
+    idx = i32([[0, 1], [-1, 3], [0, 1]])
+    want = np.zeros((3, 4))
+    want[0, 1], want[2, 3] = 1 + 3, 2
+    same(run_op("scatter_nd(data=%d, indices=%i, updates=%u)", d=data, i=idx, u=f32([1, 2, 3])), want)
+
+
+def test_scatter_nd_updates_whole_slices():
+    data = f32(np.arange(12).reshape(3, 4))
+    want = np.arange(12, dtype=np.float32).reshape(3, 4)
+    want[1] = [9, 9, 9, 9]
+    got = run_op('scatter_nd(data=%d, indices=%i, updates=%u, mode="update")', d=data, i=i32([[1]]), u=f32([[9] * 4]))
+    same(got, want, exact=True)
+
+
+# Boxes as (x_center, y_center, width, height): the first two overlap (IoU 0.9/1.1 > 0.5).
+NMS_BOXES = f32([[[0, 0, 2, 2], [0.1, 0, 2, 2], [5, 5, 2, 2]]])
+
+
+def _nms15(scores, per_class=False, score_threshold=0.1):
+    """iOS15's form (typed here: CoreML7 functions, which run_op writes, type iOS17's)."""
+    k = len(scores[0][0])
+    line = (f"%b: (1, 3, 4, fp32), %s: (1, 3, {k}, fp32), %n: (1, 3, int32), %c: (1, int32) = "
+            "non_maximum_suppression(boxes=%x, scores=%y, iou_threshold=0.5, "
+            f"score_threshold={score_threshold}, max_boxes=3, per_class_suppression={per_class})")
+    return run_op(line, outputs=("b", "s", "n", "c"), x=NMS_BOXES, y=f32(scores))
+
+
+def test_nms_keeps_the_best_of_overlapping_boxes_and_pads_the_rest():
+    boxes, scores, indices, count = _nms15([[[0.9], [0.8], [0.7]]])
+    same(indices, [[0, 2, -1]], exact=True)
+    same(count, [2], exact=True)
+    same(boxes, [[[0, 0, 2, 2], [5, 5, 2, 2], [0, 0, 0, 0]]], exact=True)
+    same(scores, [[[0.9], [0.7], [0]]])
+
+
+def test_nms_drops_boxes_under_the_score_threshold():
+    _, _, indices, count = _nms15([[[0.9], [0.8], [0.05]]])
+    same(indices, [[0, -1, -1]], exact=True)
+    same(count, [1], exact=True)
+
+
+def test_nms_per_class_suppression_lets_boxes_of_other_classes_overlap():
+    scores = [[[0.9, 0.0], [0.0, 0.8], [0.7, 0.0]]]   # the overlapping pair are of two classes
+    assert _nms15(scores)[2].tolist() == [[0, 2, -1]]
+    assert _nms15(scores, per_class=True)[2].tolist() == [[0, 1, 2]]
+
+
+def test_nms_of_ios17_takes_boxes_along_the_last_axis_and_has_no_count():
+    line = "%b, %s, %n = non_maximum_suppression(boxes=%x, scores=%y, iou_threshold=0.5, max_boxes=2)"
+    boxes, scores, indices = run_op(line, outputs=("b", "s", "n"), x=NMS_BOXES.transpose(0, 2, 1),
+                                    y=f32([[[0.7, 0.8, 0.9]]]))
+    same(indices, [[2, 1]], exact=True)   # the best first; box 0 overlaps box 1, kept before it
+    same(boxes, NMS_BOXES[:, [2, 1]].transpose(0, 2, 1), exact=True)
+    same(scores, [[[0.9, 0.8]]])
+
+
+def test_resize_linear_with_aligned_corners_interpolates_between_the_corners():
+    x = f32([[[[0, 1], [2, 3]]]])
+    got = run_op('resize(x=%x, shape=%s, resized_dims=uint32(2), sampling_mode="ALIGN_CORNERS")',
+                 x=x, s=i32([4, 4]))
+    # corners on corners: output (i, j) reads input (i/3, j/3), and the input is 2y + x
+    same(got, np.add.outer(2 * np.arange(4) / 3, np.arange(4) / 3)[None, None])
+
+
+def test_resize_nearest_repeats_and_a_zero_keeps_a_dim():
+    x = f32(np.arange(6).reshape(1, 2, 3))
+    got = run_op('resize(x=%x, shape=%s, resized_dims=uint32(2), interpolation_mode="NEAREST_NEIGHBOR")',
+                 x=x, s=i32([0, 6]))
+    same(got, np.repeat(np.arange(6).reshape(1, 2, 3), 2, axis=2), exact=True)
+
+
+# ---- resample and affine: the definition's 1-D examples of each padding mode ---------------------
+
+PADDED = {"constant": [0, 0, 0, 1, 2, 3, 0, 0, 0], "border": [1, 1, 1, 1, 2, 3, 3, 3, 3],
+          "reflection": [2, 3, 2, 1, 2, 3, 2, 1, 2], "symmetric": [3, 2, 1, 1, 2, 3, 3, 2, 1]}
+
+
+def _resample(x, coords, sampling="bilinear", padding="constant", mode="unnormalized", align=True):
+    return run_op(f'resample(x=%x, coordinates=%c, sampling_mode="{sampling}", padding_mode="{padding}", '
+                  f'padding_value=0.0, coordinates_mode="{mode}", align_corners={align})', x=x, c=coords)
+
+
+@pytest.mark.parametrize("padding", PADDED)
+@pytest.mark.parametrize("sampling", ["bilinear", "nearest"])
+def test_resample_pads_as_the_definition_shows(padding, sampling):
+    x = f32([[[[1, 2, 3]]]])                                       # one row: |1, 2, 3|
+    coords = f32([[[[p, 0] for p in range(-3, 6)]]])              # x = -3 ... 5, y = 0
+    same(_resample(x, coords, sampling, padding), [[[PADDED[padding]]]], exact=True)
+
+
+def test_resample_normalized_coordinates_reach_the_corner_pixels_and_interpolate():
+    x = f32(np.arange(4).reshape(1, 1, 2, 2))                    # [[0, 1], [2, 3]]: 2y + x
+    aligned = _resample(x, f32([[[[-1, -1], [1, 1], [0, 0]]]]), mode="normalized_minus_one_to_one")
+    same(aligned, [[[[0, 3, 1.5]]]])
+    # not aligned: -1 and 1 are the image's outer edges, half a pixel beyond the corner centers
+    same(_resample(x, f32([[[[-0.5, -0.5], [0.5, 0.5]]]]), mode="normalized_minus_one_to_one", align=False),
+         [[[[0, 3]]]])
+    same(_resample(x, f32([[[[0, 0], [1, 0.5]]]]), mode="normalized_zero_to_one"), [[[[0, 2]]]])
+
+
+def test_affine_identity_upsamples_as_aligned_linear_resizing():
+    x = f32([[[[0, 1], [2, 3]]]])
+    got = run_op('affine(x=%x, transform_matrix=%t, output_height=4, output_width=4, sampling_mode="bilinear", '
+                 'padding_mode="constant", padding_value=0.0, coordinates_mode="normalized_minus_one_to_one", '
+                 'align_corners=true)', x=x, t=f32([[1, 0, 0, 0, 1, 0]]))
+    same(got, np.add.outer(2 * np.arange(4) / 3, np.arange(4) / 3)[None, None])
+
+
+def test_affine_flip_reads_the_mirror_image():
+    x = f32(np.arange(6).reshape(1, 1, 2, 3))
+    got = run_op('affine(x=%x, transform_matrix=%t, output_height=2, output_width=3, sampling_mode="bilinear", '
+                 'padding_mode="constant", padding_value=0.0, coordinates_mode="normalized_minus_one_to_one", '
+                 'align_corners=true)', x=x, t=f32([[-1, 0, 0, 0, 1, 0]]))
+    same(got, x[..., ::-1])
+
+
+# ---- compressed weights: the iOS18 definitions' own examples --------------------------------------
+
+def _consts(line: str, outputs=("w",), opset="CoreML8"):
+    text = f"main[{opset}]() {{\n  block0() {{\n    {line}\n  }} -> ({', '.join('%' + o for o in outputs)})\n}}\n"
+    got = run(miltext.loads(text), {})
+    return got[outputs[0]] if len(outputs) == 1 else tuple(got[o] for o in outputs)
+
+
+INDICES = "(2, 2, 2, uint1)([[[0, 0], [1, 0]], [[1, 1], [0, 0]]])"
+PALETTE = "(1, 1, 1, 2, 3, fp32)([[[[[1, 2, 3], [4, 5, 6]]]]])"    # the vectors a = 1 2 3, b = 4 5 6
+
+
+def test_a_palette_of_vectors_fills_along_the_vector_axis():
+    a, b = [1, 2, 3], [4, 5, 6]
+    down = _consts(f"%w = constexpr_lut_to_dense(indices={INDICES}, lut={PALETTE}, vector_axis=1)")
+    want = np.array([[[x, y] for x, y in zip(a + b, a + a)], [[x, y] for x, y in zip(b + a, b + a)]])
+    same(down, want, exact=True)
+    across = _consts(f"%w = constexpr_lut_to_dense(indices={INDICES}, lut={PALETTE}, vector_axis=-1)")
+    same(across, [[a + a, b + a], [b + b, a + a]], exact=True)
+
+
+def test_sparse_blockwise_shift_scale_dequantizes_each_nonzero_by_its_column():
+    mask = [[1, 1, 0, 0], [1, 1, 1, 0], [0, 0, 1, 1], [1, 1, 0, 0]]
+    got_mask, values = _consts(
+        f"%m, %d = constexpr_sparse_blockwise_shift_scale(data_mask=(4, 4, uint1)({mask}), "
+        "nonzero_data=(9, int8)([10, 11, 3, 4, 5, 6, 7, 8, 9]), scale=(1, 4, fp32)([[0.1, 0.2, 0.3, 0.4]]), "
+        "offset=(1, 4, int8)([[1, 2, 3, 4]]))", outputs=("m", "d"))
+    same(got_mask, mask, exact=True)
+    same(values, [0.9, 1.8, 0.2, 0.4, 0.6, 0.9, 1.2, 0.7, 1.4])
+
+
+def test_conv_quantized_convolves_with_the_dequantized_weight():
+    x = f32(RNG.normal(size=(1, 2, 3, 3)))
+    q = np.array([[[[3]], [[5]]], [[[0]], [[2]]]], np.uint8)          # (C_out 2, C_in 2, 1, 1)
+    scale, bias = np.array([0.5, 2.0]), np.array([-1.0, 1.0])        # per output channel
+    w = q[:, :, 0, 0] * scale[:, None] + bias[:, None]                # 1x1: y = w @ x at each pixel
+    line = (f'%y = conv_quantized(x=%x, weight=(2, 2, 1, 1, uint8)({q.tolist()}), quantization_type="linear", '
+            'quant_scale=fp32([0.5, 2.0]), quant_bias=fp32([-1.0, 1.0]))')
+    same(run_op(line, x=x), np.einsum("oc,nchw->nohw", w, x))
+
+
+# resize_bilinear's grids (its Notes) with the box [1, 4] of a row whose values are their x:
+# the samples are the grid's points, from the box's start.
+CROP_GRIDS = {"DEFAULT": [0, 2], "OFFSET_CORNERS": [0.75, 2.25], "UNALIGN_CORNERS": [0.5, 2.5],
+              "ALIGN_CORNERS": [0, 3], "STRICT_ALIGN_CORNERS": [0, 3]}
+
+
+@pytest.mark.parametrize("mode", CROP_GRIDS)
+def test_crop_resize_samples_a_box_on_each_sampling_modes_grid(mode):
+    x = f32(np.tile(np.arange(6), (2, 1))[None, None])          # (1, 1, 2, 6): x's value is its w
+    got = run_op(f'crop_resize(x=%x, boxes=%b, target_height=1, target_width=2, sampling_mode="{mode}")',
+                 x=x, b=f32([[0, 1, 0, 4]]))
+    same(got, (1 + np.array(CROP_GRIDS[mode], np.float64))[None, None, None, :])

@@ -307,6 +307,7 @@ def test_fmt_of_folders_and_model_sections(tmp_path):
 def test_fmt_of_stdin(tmp_path):
     result = run("fmt", "-", cwd=tmp_path, input=UGLY)
     assert result.returncode == 0 and result.stdout == HAND_WRITTEN
+    assert result.stderr == ""  # Vim's `:%!miltext fmt -` puts stderr into the buffer too
 
 
 # ---- diff --------------------------------------------------------------------------------------

@@ -90,8 +90,8 @@ def test_an_fp16_program_computes_in_fp16():
 
 
 def test_an_op_with_no_kernel_is_an_error_naming_it():
-    text = PROGRAM.replace("%y = %OP", '%y: (2, 3, fp32) = non_maximum_suppression(boxes=%x, name="y")')
-    with pytest.raises(RunError, match=r"3:5: miltext run has no kernel for non_maximum_suppression"):
+    text = PROGRAM.replace("%y = %OP", '%y: (2, 3, fp32) = custom_layer(x=%x, name="y")')
+    with pytest.raises(RunError, match=r"3:5: miltext run has no kernel for custom_layer"):
         run(miltext.loads(text), {"x": X})
 
 
@@ -146,10 +146,10 @@ def test_the_command_line_checks_outputs_against_a_reference(tmp_path):
 def test_the_command_line_places_an_error_in_the_text(tmp_path, capsys):
     from miltext.cli import main
     path = tmp_path / "m.mil"
-    path.write_text(PROGRAM.replace("%y = %OP", '%y: (2, 3, fp32) = non_maximum_suppression(boxes=%x, name="y")'))
+    path.write_text(PROGRAM.replace("%y = %OP", '%y: (2, 3, fp32) = custom_layer(x=%x, name="y")'))
     assert main(["run", str(path), "-i", "x=[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"{path}:3:5: error: miltext run has no kernel for non_maximum_suppression") and "^" in err
+    assert err.startswith(f"{path}:3:5: error: miltext run has no kernel for custom_layer") and "^" in err
 
 
 # ---- real conversions (tests/corpus/conversions) against torch ------------------------------------

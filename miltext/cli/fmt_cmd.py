@@ -35,7 +35,7 @@ def _format(args, progress) -> int:
     from ..files import write_atomic
     from ..errors import InputError
     from ..source.formatter import UnsafeFormat, format_source
-    counts = {"changed": 0, "unchanged": 0, "failed": 0}
+    counts = {"changed": 0, "unchanged": 0, "failed": 0, "stdout": 0}
     for path in progress.each(mil_files(args.files, counts)):
         try:
             text = _read(path)
@@ -53,7 +53,8 @@ def _format(args, progress) -> int:
             counts["failed"] += 1
             continue
         if path == "-" and not (args.check or args.diff):
-            write_stdout(formatted)
+            write_stdout(formatted)  # and nothing on stderr: an editor's filter may read both
+            counts["stdout"] += 1
             continue
         if formatted == text:
             counts["unchanged"] += 1
@@ -73,7 +74,8 @@ def _format(args, progress) -> int:
                 counts["failed"] += 1
                 continue
             print(f"reformatted {path}", file=sys.stderr)
-    print(_summary(counts, args.check or args.diff), file=sys.stderr)
+    if counts["changed"] or counts["unchanged"] or counts["failed"] or not counts["stdout"]:
+        print(_summary(counts, args.check or args.diff), file=sys.stderr)
     if counts["failed"]:
         return 2
     return 1 if args.check and counts["changed"] else 0

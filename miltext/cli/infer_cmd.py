@@ -39,4 +39,4 @@ def _trivia(model):
     text = model.text  # None for a model read from a binary file
     if text is None or looks_like_modelmil(text):
         return None
-    return Trivia(model.program, text, looks_like_coremltools_print(text))
+    return Trivia(model.program, text, looks_like_coremltools_print(text), section=model.section)

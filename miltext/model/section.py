@@ -49,6 +49,13 @@ class SectionError(ValueError):
 
 def section_text(spec) -> str:
     """The model section for `spec` (a Model message; its mlProgram is not looked at)."""
+    return "\n".join(text for _, text in section_lines(spec)) + "\n"
+
+
+def section_lines(spec) -> list[tuple]:
+    """The model section for `spec` as (key, text) pairs: what each item's text (one line or
+    more) says, keyed the way `item_key` keys what an author wrote, so a formatter can put
+    their comments back beside it."""
     version = spec.specificationVersion   # its text when it is a bare int32: no numpy (see miltext.lazy)
     args = {"specificationVersion": str(version) if -2**31 <= version < 2**31 else _int_value(version)}
     desc = spec.description
@@ -59,16 +66,34 @@ def section_text(spec) -> str:
     _add_unknown(args, desc, "descriptionUnknownFields")
     head = call_text("model", args, "")
     if not spec.HasField("description"):
-        return head + "\n"
-    lines = [head + " {"]
+        return [(("model",), head)]
+    lines = [(("model",), head + " {")]
     for kind in TOP_KINDS:
-        lines += [INDENT + feature_text(kind, f, INDENT) for f in getattr(desc, kind)]
+        lines += [((kind, f.name), INDENT + feature_text(kind, f, INDENT)) for f in getattr(desc, kind)]
     if desc.HasField("metadata"):
         lines += _metadata_lines(desc.metadata)
     for fn in desc.functions:
         lines += _function_lines(fn)
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    lines.append((("end",), "}"))
+    return lines
+
+
+def item_key(item, function: str | None = None) -> tuple:
+    """The key section_lines gives the text of an item of a parsed section (a Feature or a
+    Section, inside the function description named `function` or not)."""
+    if isinstance(item, Feature):
+        return (item.kind, item.name) if function is None else ("function", function, item.kind, item.name)
+    if item.call.name == "function":
+        return ("function", function_name(item))
+    return (item.call.name,)
+
+
+def function_name(section: Section) -> str | None:
+    """The name a function description of a parsed section gives, None if it gives none."""
+    try:
+        return _str(section.call.args.get("name"), section.call, "name")
+    except SectionError:
+        return None
 
 
 def feature_text(kind: str, feature, indent: str) -> str:
@@ -90,29 +115,30 @@ def call_text(name: str, args: dict, indent: str) -> str:
     return head + (",\n" + indent + " " * len(head)).join(parts) + ")"
 
 
-def _metadata_lines(meta) -> list[str]:
+def _metadata_lines(meta) -> list[tuple]:
     args = {key: Value.tensor(getattr(meta, key)) for key in METADATA_STRINGS if getattr(meta, key)}
     _add_unknown(args, meta, "unknownFields")
     lines = []
     if args or not meta.userDefined:
-        lines.append(INDENT + call_text("metadata", args, INDENT))
+        lines.append((("metadata",), INDENT + call_text("metadata", args, INDENT)))
     if meta.userDefined:
         entries = {k: Value.tensor(meta.userDefined[k]) for k in sorted(meta.userDefined)}
-        lines.append(INDENT + call_text("userDefined", entries, INDENT))
+        lines.append((("userDefined",), INDENT + call_text("userDefined", entries, INDENT)))
     return lines
 
 
-def _function_lines(fn) -> list[str]:
+def _function_lines(fn) -> list[tuple]:
     args = {"name": Value.tensor(fn.name)}
     for key in ("predictedFeatureName", "predictedProbabilitiesName"):
         if getattr(fn, key):
             args[key] = Value.tensor(getattr(fn, key))
     _add_unknown(args, fn, "unknownFields")
-    lines = [INDENT + call_text("function", args, INDENT) + " {"]
+    lines = [(("function", fn.name), INDENT + call_text("function", args, INDENT) + " {")]
     inner = INDENT * 2
     for kind in FUNCTION_KINDS:
-        lines += [inner + feature_text(kind, f, inner) for f in getattr(fn, kind)]
-    lines.append(INDENT + "}")
+        lines += [(("function", fn.name, kind, f.name), inner + feature_text(kind, f, inner))
+                  for f in getattr(fn, kind)]
+    lines.append((("function end", fn.name), INDENT + "}"))
     return lines
 
 

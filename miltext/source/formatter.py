@@ -44,15 +44,17 @@ def read_source(text: str, filename: str | None = None, keep_comments: bool = Tr
     model = parse_model(text, filename)
     if "#" not in text and model_text(model) == text:
         return model, None
-    return model, Trivia(model.program, text, looks_like_coremltools_print(text), keep_comments)
+    return model, Trivia(model.program, text, looks_like_coremltools_print(text), keep_comments, model.section)
 
 
 def source_text(model, notes: Trivia) -> str:
     """The model as text, with the comments and layout `notes` recorded of its source."""
-    from ..model.text import model_text
+    from ..model.section import section_lines
     from ..text.printer import print_program
     head = notes.head_lines()
-    body = model_text(model, program=print_program(model.program, notes))
+    section = None if model.spec is None else notes.section.section_text(section_lines(model.spec))
+    program = "".join(line + "\n" for line in notes.section.program_lines()) + print_program(model.program, notes)
+    body = program if section is None else section + ("\n" + program if program else "")
     tail = notes.tail_lines()
     if tail and not body:
         tail = tail[1:] if tail[0] == "" else tail

@@ -95,6 +95,20 @@ class Scan:
             break
         return p
 
+    def code_after(self, start: int) -> int | None:
+        """Where the first code at or after `start` is: white space and comments skipped."""
+        text, p = self.text, start
+        i = bisect.bisect_left(self._comment_starts, start)
+        while p < len(text):
+            if text[p].isspace():
+                p += 1
+            elif i < len(self.comments) and self.comments[i].start == p:
+                p = self.comments[i].end
+                i += 1
+            else:
+                return p
+        return None
+
     def call_keys(self, start: int, end: int, outputs: bool) -> tuple[int, list] | None:
         """Of the op written at text[start:end] (with outputs before an `=`, or not): where its
         `(` is, and (offset, key) for each of its arguments; None when they cannot be told."""

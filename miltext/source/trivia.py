@@ -20,6 +20,7 @@ from ..ir import Block
 from ..text.printer import INDENT
 from .layout import one_per_line, op_text
 from .scan import Scan
+from .section_notes import SectionNotes
 
 _B64 = re.compile(r'(?<![A-Za-z0-9_.])b64"')
 
@@ -45,7 +46,7 @@ class Inside:
 class Trivia:
     """The comments and blank lines of `text`, the source of `program`, by anchor."""
 
-    def __init__(self, program, text: str, raw: bool = False, comments: bool = True):
+    def __init__(self, program, text: str, raw: bool = False, comments: bool = True, section=None):
         self.scan = scan = Scan(text, raw)
         self.anchors: dict = {}  # (kind, id(node)) -> Anchor
         self.ops: dict = {}      # id(op) -> (numbers, wraps): how its literals are written
@@ -58,7 +59,7 @@ class Trivia:
         self._opened = True      # nothing written yet since the last `{` (or the start)
         self._place(program)
         order = sorted(self.anchors.values(), key=lambda a: a.start)
-        first = _code_start(scan)
+        first = scan.code_after(0)
         if first is not None and (not order or first < order[0].start):
             self.preamble.start = first
             order.insert(0, self.preamble)
@@ -71,6 +72,11 @@ class Trivia:
             self._attach(order)
             self._inside_calls()
         self._blank_lines(order)
+        # The comments inside the model section and the program header: beside their items.
+        p = self.preamble
+        inside = p.inner + ([p.trailing] if p.trailing is not None else [])
+        p.inner, p.trailing = [], None
+        self.section = SectionNotes(scan, section, inside, p.end)
 
     # ---- the pass -----------------------------------------------------------------------------
     def _place(self, program) -> None:
@@ -153,15 +159,16 @@ class Trivia:
             if a is None or not a.inner or not all(v.loc for v in fn.inputs):
                 continue
             starts = [self.scan.offset(v.loc) for v in fn.inputs]
+            if not starts:
+                continue
             inside = self.inside[id(fn)] = Inside()
-            above = []
             for c in a.inner:
                 i = bisect.bisect_right(starts, c.start) - 1
                 if i < 0:
-                    above.append(c)
+                    inside.before.append(c)
                 else:
                     inside.after.setdefault(i, []).append(c)
-            a.inner = above
+            a.inner = []
 
     def _blank_lines(self, order: list) -> None:
         items = sorted([*order, *(c for a in order for c in a.leading), *self.tail], key=lambda x: x.start)
@@ -189,7 +196,7 @@ class Trivia:
         inside = self.inside.get(id(fn))
         if inside is None:
             return (",\n" + indent).join(decls)
-        return one_per_line(decls, [inside.after.get(i) for i in range(len(decls))], [], indent)
+        return one_per_line(decls, [inside.after.get(i) for i in range(len(decls))], inside.before, indent)
 
     def op_line(self, op, indent: str, lines: list) -> str:
         a = self.anchors.get(("op", id(op)))
@@ -214,12 +221,10 @@ class Trivia:
         return end + _trailing(a)
 
     def head_lines(self) -> list:
-        """The comments of the model section and header, written above them."""
-        a, lines = self.preamble, []
+        """The comments before the model section and header, written above them."""
+        lines = []
         self._opened = True
-        self._lead(a, "", lines)
-        if a.trailing is not None:
-            lines.append(a.trailing.text)
+        self._lead(self.preamble, "", lines)
         return lines
 
     def tail_lines(self) -> list:
@@ -258,19 +263,3 @@ def _kind(node) -> str:
 
 def _trailing(a: Anchor) -> str:
     return "" if a.trailing is None else "  " + a.trailing.text
-
-
-def _code_start(scan: Scan) -> int | None:
-    """Where the first code of the text is: white space and comments skipped."""
-    text, p = scan.text, 0
-    comments = iter(scan.comments)
-    upcoming = next(comments, None)
-    while p < len(text):
-        if text[p].isspace():
-            p += 1
-        elif upcoming is not None and upcoming.start == p:
-            p = upcoming.end
-            upcoming = next(comments, None)
-        else:
-            return p
-    return None

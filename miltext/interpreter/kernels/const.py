@@ -25,15 +25,28 @@ def _blockwise(values, shape):
     return v
 
 
-@kernel("constexpr_blockwise_shift_scale")
-def blockwise_shift_scale(a):
-    data = np.asarray(a("data"))
-    scale = np.asarray(a("scale"))
+def _shift_scale(data, scale, offset):
+    """(data - offset) * scale, offset and scale one per block of data."""
     x = data.astype(np.float32)
-    offset = a("offset", None)
     if offset is not None:
         x = x - _blockwise(offset, data.shape).astype(np.float32)
     return (x * _blockwise(scale, data.shape).astype(np.float32)).astype(scale.dtype)
+
+
+@kernel("constexpr_blockwise_shift_scale")
+def blockwise_shift_scale(a):
+    return _shift_scale(np.asarray(a("data")), np.asarray(a("scale")), a("offset", None))
+
+
+@kernel("constexpr_sparse_blockwise_shift_scale")
+def sparse_blockwise_shift_scale(a):
+    """The nonzero values (row-major in the mask) shift-scaled by the blocks of the dense tensor
+    they sit in; the mask, and those values, for constexpr_sparse_to_dense."""
+    mask = np.asarray(a("data_mask")).astype(bool)
+    values = np.asarray(a("nonzero_data")).reshape(-1)
+    dense = np.zeros(mask.shape, values.dtype)
+    dense[mask] = values
+    return a("data_mask"), _shift_scale(dense, np.asarray(a("scale")), a("offset", None))[mask]
 
 
 @kernel("constexpr_affine_dequantize")
@@ -76,7 +89,14 @@ def lut_to_dense(a):
     values = lut[block_index + (indices.astype(np.int64),)]      # (*shape, vector)
     if vector == 1:
         return values[..., 0]
-    raise RunError(f"a palette of vectors ({vector} values each) is not run yet")
+    # each index's vector fills `vector` places in a row along vector_axis
+    axis = a.scalar("vector_axis", None)
+    if axis is None:
+        raise RunError(f"a palette of vectors ({vector} values each) needs vector_axis")
+    axis %= rank
+    shape = list(indices.shape)
+    shape[axis] *= vector
+    return np.moveaxis(values, -1, axis + 1).reshape(shape)
 
 
 @kernel("constexpr_sparse_to_dense")

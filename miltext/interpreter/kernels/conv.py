@@ -72,8 +72,26 @@ def correlate(padded, weight, strides, dilations, groups: int):
 
 @kernel("conv")
 def conv(a):
+    return _conv(a, wide(a("weight")))
+
+
+@kernel("conv_quantized")
+def conv_quantized(a):
+    """conv with a uint8 weight: weight * quant_scale + quant_bias (linear quantization), the
+    scale and bias one value or one per output channel."""
+    kind = str(a.scalar("quantization_type"))
+    if kind != "linear":
+        raise RunError(f"conv_quantized runs quantization_type linear, not {kind!r} yet")
+    q = wide(a("weight"))
+
+    def per_channel(v):
+        v = wide(v)
+        return v.reshape((-1,) + (1,) * (q.ndim - 1)) if v.ndim == 1 and v.size == q.shape[0] else v
+    return _conv(a, q * per_channel(a("quant_scale")) + per_channel(a("quant_bias")))
+
+
+def _conv(a, weight):
     x = np.asarray(a("x"))
-    weight = wide(a("weight"))
     n = x.ndim - 2
     kernel_shape = weight.shape[2:]
     strides = a.ints("strides", None) or [1] * n

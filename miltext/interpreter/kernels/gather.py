@@ -84,6 +84,27 @@ def scatter_along_axis(a):
     return data
 
 
+@kernel("scatter_nd")
+def scatter_nd(a):
+    """Each row of `indices` (its last axis, K long) picks a slice data[i0, ..., iK-1] that its
+    update goes into, combined by `mode`; a repeated index combines every update."""
+    data = np.array(a("data"))
+    idx, updates = _indices(a), np.asarray(a("updates"))
+    mode = str(a.scalar("mode", "add"))
+    k = idx.shape[-1]
+    rows = idx.reshape(-1, k)
+    rows = np.where(rows < 0, rows + np.array(data.shape[:k]), rows)
+    where = tuple(rows.T)
+    upd = updates.reshape((len(rows),) + data.shape[k:])
+    if mode == "update":
+        data[where] = upd
+    elif mode in _AT:
+        _AT[mode].at(data, where, upd)
+    else:
+        raise RunError(f"mode {mode!r} is none scatter_nd knows ({', '.join(['update', *_AT])})")
+    return data
+
+
 _AT = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
        "max": np.maximum, "min": np.minimum}
 
