@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 
 from ..model.section import INDENT, function_name, item_key
-from ..model.syntax import Section
+from ..text.section_syntax import Section
 
 
 class SectionNotes:
