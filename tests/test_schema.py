@@ -70,3 +70,22 @@ def test_import_miltext_stays_light():
                   "heavy = [m for m in ('coremltools', 'torch', 'lark', 'google.protobuf') if m in sys.modules]\n"
                   "print(heavy)")
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_schema_builds_with_protobufs_python_implementation_too():
+    """upb is protobuf's default, and the schema builds straight in it; with another
+    implementation it goes through protobuf's public descriptor_pool and message_factory."""
+    code = f"""
+import miltext
+from miltext.proto import schema
+from google.protobuf.internal import api_implementation
+assert api_implementation.Type() == "python" and schema._upb is None
+data = open({CORPUS_PB!r}, "rb").read()
+assert schema.Program.FromString(data).SerializeToString(deterministic=True) == data
+assert miltext.Program.from_proto(data).to_bytes() == data
+print("ok")
+"""
+    env = {**os.environ, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
