@@ -13,6 +13,8 @@ _IR_NAMES = ("Block", "Function", "Operation", "Program", "Var", "MISSING", "UNS
 
 def __getattr__(name: str):
     """A name of the object model, or a submodule (`miltext.dtypes`), imported when first used."""
+    if name.startswith("__"):   # what tools probe for (__wrapped__, __path__ ...): never a submodule
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
     if name in _IR_NAMES:
         value = globals()[name] = getattr(importlib.import_module(".ir", __name__), name)

@@ -57,3 +57,25 @@ def test_textconv_arguments_are_what_the_command_line_parser_makes():
         assert vars(quick) == vars(parsed)
     for argv in (["textconv", "--help"], ["textconv"], ["textconv", "a", "b"], ["print", MODEL]):
         assert textconv_args(argv) is None
+
+
+def test_import_miltext_loads_the_object_model_on_first_use():
+    code = """
+import sys
+import miltext
+assert "miltext.ir" not in sys.modules
+from miltext import Program, TensorType
+import miltext.ir as ir
+assert Program is ir.Program and miltext.TensorType is TensorType
+assert list(miltext._IR_NAMES) == ir.__all__
+assert all(getattr(miltext, name) is not None for name in miltext.__all__)
+assert set(miltext.__all__) <= set(dir(miltext))
+namespace = {}
+exec("from miltext import *", namespace)
+assert namespace["Value"] is ir.Value and namespace["loads"] is miltext.loads
+assert miltext.dtypes.by_name("fp16").bits == 16      # a submodule, imported when first named
+assert not hasattr(miltext, "no_such_thing")
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
