@@ -3,12 +3,10 @@ from .errors import ParseError, ProgramError
 
 __version__ = "0.1.0"
 
-# The object model (miltext.ir) is the public API, loaded on first use (PEP 562): a command that
-# never builds one, such as `miltext textconv` which git runs once per file, skips its import.
-_IR_NAMES = ("Block", "Function", "Operation", "Program", "Var", "MISSING", "UNSET_DIM", "VARIADIC",
-             "DictType", "ListType", "StateType", "TensorType", "TupleType", "UnknownType",
-             "ValueType", "DEFAULT_WEIGHT_FILE", "Blob", "DictData", "Elided", "EmptyImmediate",
-             "ListData", "TensorData", "TupleData", "Value", "WeightRef")
+# The object model (miltext.ir) is the public API; miltext.ir loads each of its modules when one
+# of its names is first used (PEP 562), so a command that never builds a program, such as
+# `miltext textconv` which git runs once per file, skips them.
+from . import ir as _ir
 
 
 def __getattr__(name: str):
@@ -16,8 +14,8 @@ def __getattr__(name: str):
     if name.startswith("__"):   # what tools probe for (__wrapped__, __path__ ...): never a submodule
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
-    if name in _IR_NAMES:
-        value = globals()[name] = getattr(importlib.import_module(".ir", __name__), name)
+    if name in _ir.__all__:
+        value = globals()[name] = getattr(_ir, name)
         return value
     try:
         return importlib.import_module(f".{name}", __name__)
@@ -28,7 +26,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_IR_NAMES))
+    return sorted(set(globals()) | set(_ir.__all__))
 
 
 def loads(text: str, filename: str | None = None) -> "Program":
@@ -107,4 +105,4 @@ def to_coremltools(program: "Program", folder=None):
 
 
 __all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "run", "from_coremltools", "to_coremltools",
-           "ParseError", "ProgramError", *_IR_NAMES]
+           "ParseError", "ProgramError", *_ir.__all__]
