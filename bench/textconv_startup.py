@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,8 +68,16 @@ def wheel_install(tmp: str) -> str:
     others = [p for p in sys.path if p.endswith("site-packages") and p != ours]
     with open(os.path.join(site, "_bench_deps.pth"), "w") as f:
         f.write("\n".join([ours, *others]) + "\n")     # after the venv's own site-packages
+    # built from a copy of what the wheel holds: setuptools builds in-tree in build/, where files
+    # since removed from the tree would linger
+    source = os.path.join(tmp, "source")
+    skip = shutil.ignore_patterns("__pycache__", "*.so", "*.pyc")
+    for name in ("miltext", "grammar"):
+        shutil.copytree(os.path.join(ROOT, name), os.path.join(source, name), ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(ROOT, name), source)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", site, ROOT], check=True, cwd=tmp)
+                    "--target", site, source], check=True, cwd=tmp)
     compileall.compile_dir(os.path.join(site, "miltext"), quiet=1)
     return python
 
