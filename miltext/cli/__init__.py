@@ -82,7 +82,7 @@ def main(argv=None) -> int:
 def textconv_args(argv: list):
     """The arguments of `textconv FILE`, the way git runs it (once per file version), read
     without building a command-line parser (argparse is a tenth of its start-up); None for any
-    other command line. They are what build_parser("textconv") makes of it (tests/test_cli)."""
+    other command line. They are what build_parser("textconv") makes of it (tests/test_textconv_startup)."""
     if len(argv) != 2 or argv[0] != "textconv" or argv[1].startswith("-"):
         return None
     module = importlib.import_module(f"{__name__}.textconv_cmd")   # as build_parser loads it
