@@ -2,8 +2,7 @@
 own module, below the readers and writers of model files, which all make one."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False   # typing's own flag, without importing typing (textconv's start-up)
 if TYPE_CHECKING:
     from ..ir import Program
 
