@@ -19,7 +19,7 @@ from .outline import outline
 from .source import Source
 
 
-@dataclass
+@dataclass(slots=True)
 class Finding:
     severity: str    # "error", "warning", "note"
     range: tuple     # (start, end)
@@ -45,7 +45,6 @@ class Analysis:
         self._previous = previous
         self._diagnostics = None
         self.complete = False    # whether the check findings come from a check of the whole program
-        self._outline = None
         self._inferred = None
 
     @property
@@ -58,9 +57,9 @@ class Analysis:
 
     @property
     def outline(self) -> list:
-        if self._outline is None:
-            self._outline = [] if self.program is None else outline(self.program, self.source, self.modelmil)
-        return self._outline
+        """Worked out each time asked (a client asks once for each text): kept, it would be as
+        big as the program."""
+        return [] if self.program is None else outline(self.program, self.source, self.modelmil)
 
     # ---- findings ----
     def findings(self, complete: bool = False) -> list[Finding]:

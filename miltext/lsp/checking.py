@@ -17,6 +17,7 @@ import miltext
 
 from ..ir import Block, Function, Program
 from .document import changed_lines
+from .index import declared_names, read_names
 
 # More ops than this to check again: check the whole program.
 MOST_AFFECTED = 300
@@ -45,11 +46,11 @@ def incremental(before_index, index, diagnostics: list, weights: str | None = No
                if pieces[i].piece.end > first and pieces[i].piece.start < max(end_new, first + 1)}
     names = set()
     for i in touched:
-        names.update(n for n, *_ in _decls(pieces[i], index))
+        names.update(declared_names(pieces[i]))
     gone = reading.replaced if reading.added is not None else \
         [p for p in before.pieces if p.piece.end > first and p.piece.start < end_old]
     for p in gone:  # what the changed ops declared before the edit
-        names.update(n for n, *_ in _decls(p, before_index))
+        names.update(declared_names(p))
     affected = set(touched)
     for name in names:
         for o in index.occurrences_of(name):
@@ -62,7 +63,7 @@ def incremental(before_index, index, diagnostics: list, weights: str | None = No
     needed = set(affected)
     read = set()
     for i in affected:
-        read.update(name for name, *_, declares in _occurrences(pieces[i], index) if not declares)
+        read.update(read_names(pieces[i]))
     for n in reading.layout.frame:
         read.update(name for name, *_ in _frame_names(reading, index, n))
     for name in read:
@@ -105,16 +106,6 @@ def _moved(d, by: int, end_old: int, delta: int):
     from dataclasses import replace
     notes = [replace(n, line=n.line + delta) if n.line is not None and n.line - 1 >= end_old else n for n in d.notes]
     return replace(d, line=d.line + by, notes=notes)
-
-
-def _decls(p, index):
-    from .index import _piece_info
-    return _piece_info(p, index.bare, index.reading.memo)[0]
-
-
-def _occurrences(p, index):
-    from .index import _piece_info
-    return _piece_info(p, index.bare, index.reading.memo)[1]
 
 
 def _frame_names(reading, index, line: int):

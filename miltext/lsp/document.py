@@ -28,16 +28,15 @@ _MIL_TAIL = "\n} -> ()\n}\n"
 WHOLE_AFTER = 200
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class OpPiece:
-    """One op's lines as last parsed: its text, the line it was parsed at, the ops it gave
-    (one, with the blocks it owns) or the errors it has ((line, column, message), 1-based)."""
-    text: str
+    """One op's lines as last parsed: the line it was parsed at, the ops it gave (one, with the
+    blocks it owns) or the errors it has ((line, column, message), 1-based). Its text is not
+    kept: it is the reading's lines of its piece."""
     line: int
     ops: list = field(default_factory=list)
-    errors: list = field(default_factory=list)
+    errors: tuple | list = ()
     piece: Piece | None = None
-    names: tuple | None = None   # what index works out of it, once
 
 
 class Reading:
@@ -67,35 +66,35 @@ class Reading:
         self.pieces: list[OpPiece] = []
         self.by_pieces = self._read_frame(previous if same_kind else None)   # else read as a whole
         if self.by_pieces:
-            self.pieces = self._ops(previous.pieces if same_kind else [])
+            self.pieces = self._ops(previous.pieces, previous.lines) if same_kind else self._ops([], [])
             self._assemble()
         else:
             self._whole()   # the ops are not parsed one by one: the whole text is
 
-    def _ops(self, before: list[OpPiece]) -> list[OpPiece]:
+    def _ops(self, before: list[OpPiece], previous_lines: list[str]) -> list[OpPiece]:
         """An OpPiece for each piece of the layout: the one before when the layout kept its
         piece (moved with it), one of the same text, or a new parse."""
         if self.layout.kept is not None:  # the layout kept all but a few pieces: so do we
             i, n, k = self.layout.kept
             window = self.layout.pieces[i:i + n]
             self.replaced = before[i:k]
-            made = self._made(window, before[i:k])
+            made = self._made(window, before[i:k], previous_lines)
             if self.changed[2] != self.changed[1]:   # lines were added or taken out
                 for p in before[k:]:
                     _shift(p, p.piece.start - p.line)
             self.added = made
             return before[:i] + made + before[k:]
         self.replaced, self.added = before, None
-        return self._made(self.layout.pieces, before)
+        return self._made(self.layout.pieces, before, previous_lines)
 
-    def _made(self, pieces: list[Piece], before: list[OpPiece]) -> list[OpPiece]:
+    def _made(self, pieces: list[Piece], before: list[OpPiece], before_lines: list[str]) -> list[OpPiece]:
         kept = {id(p.piece): p for p in before}
         fresh = [piece for piece in pieces if id(piece) not in kept]
         still = {id(piece) for piece in pieces}
         cached: dict[str, list[OpPiece]] = {}
         for p in before:
             if id(p.piece) not in still:
-                cached.setdefault(p.text, []).append(p)
+                cached.setdefault("\n".join(before_lines[p.line:p.line + p.piece.end - p.piece.start]), []).append(p)
         texts = {id(piece): "\n".join(self.lines[piece.start:piece.end]) for piece in fresh}
         new = sum(1 for piece in fresh if not cached.get(texts[id(piece)]))
         whole = self._whole_ops() if new > WHOLE_AFTER else None
@@ -112,7 +111,7 @@ class Reading:
                 p = found.pop()
                 _shift(p, piece.start - p.line)
             elif whole is not None:
-                p = OpPiece(text, piece.start, whole.get(piece.start, []))
+                p = OpPiece(piece.start, whole.get(piece.start, []))
             else:
                 p = self._parse_op(text, piece)
                 self.reparsed += 1
@@ -150,9 +149,9 @@ class Reading:
         """Parse one op's lines where they stand: at the top of a small text, then moved."""
         if piece.unclosed is not None:
             line, column, bracket = piece.unclosed
-            return OpPiece(text, piece.start, errors=[(line + 1, column + 1, f"this {bracket!r} is never closed")])
+            return OpPiece(piece.start, errors=[(line + 1, column + 1, f"this {bracket!r} is never closed")])
         first = 0 if self.modelmil else 1   # the line (0-based) the op text starts on
-        p = OpPiece(text, first)
+        p = OpPiece(first)
         try:
             if self.modelmil:
                 from ..text.modelmil_parser import parse_fragment
@@ -216,7 +215,8 @@ class Reading:
         out = set()
         for p in self.pieces:
             if p.errors:
-                head = p.text.split("=", 1)[0] if "=" in p.text else ""
+                text = "\n".join(self.lines[p.piece.start:p.piece.end])
+                head = text.split("=", 1)[0] if "=" in text else ""
                 out.update(name for name, _, _ in _tokens(head, self.modelmil))
         return out
 
@@ -245,19 +245,26 @@ def _shift(p: OpPiece, lines: int) -> None:
     if not lines:
         return
     p.line += lines
-    p.errors = [(line + lines, column, message) for line, column, message in p.errors]
+    if p.errors:
+        p.errors = [(line + lines, column, message) for line, column, message in p.errors]
+    moved: dict = {}   # an op and its output share one place: the moved one is shared too
+
+    def move(loc):
+        if not loc:
+            return loc
+        found = moved.get(loc)
+        if found is None:
+            found = moved[loc] = (loc[0] + lines, loc[1])
+        return found
+
     stack = list(p.ops)
     while stack:
         op = stack.pop()
-        op.loc = _moved(op.loc, lines)
+        op.loc = move(op.loc)
         for v in op.outputs:
-            v.loc = _moved(v.loc, lines)
+            v.loc = move(v.loc)
         for b in op.blocks:
-            b.loc = _moved(b.loc, lines)
+            b.loc = move(b.loc)
             for v in b.inputs:
-                v.loc = _moved(v.loc, lines)
+                v.loc = move(v.loc)
             stack.extend(b.operations)
-
-
-def _moved(loc, lines: int):
-    return (loc[0] + lines, loc[1]) if loc else loc

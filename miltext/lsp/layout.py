@@ -29,9 +29,10 @@ _OP_START = {
     "modelmil": re.compile(r'\s*(?:tensor|list|tuple|dict|state|string|bool|u?int\d+|fp\d+|bf16)\b[^=]*\b[A-Za-z_]\w*\s*=\s*[A-Za-z_]\w*\s*\('),
 }
 _MODEL = re.compile(r'\s*model\b')
+_BALANCED, _OPENS_BLOCK = ((), False), ((), True)
 
 
-@dataclass
+@dataclass(slots=True)
 class Piece:
     """Lines [start, end) of one op (with its blocks), 0-based; `unclosed` is (line, column,
     bracket) of a bracket it leaves open, or None."""
@@ -179,4 +180,6 @@ def _marks(line: str) -> tuple:
             kept.pop()
         else:
             kept.append((m.start(), c))
+    if not kept:   # most lines: one shared answer each, since the memo keeps one per line
+        return _OPENS_BLOCK if opens_block else _BALANCED
     return tuple(kept), opens_block

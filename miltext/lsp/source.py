@@ -30,7 +30,6 @@ class Source:
         self.text = text
         self.lines = text.split("\n") if lines is None else lines  # the parser counts lines at \n only
         self._line_starts = None
-        self._ends: dict = {}
         self.layout = None   # a lsp.layout.Layout of the text, when there is one: where its frame braces close
 
     @property
@@ -76,12 +75,6 @@ class Source:
     def braced_end(self, start: tuple, outputs: bool = False) -> tuple:
         """(closing brace, end) of the body that the first `{` outside brackets after `start`
         opens; with `outputs`, the end takes in the block's `-> (...)` after it."""
-        key = (start, outputs)
-        if key not in self._ends:
-            self._ends[key] = self._braced_end(start, outputs)
-        return self._ends[key]
-
-    def _braced_end(self, start: tuple, outputs: bool) -> tuple:
         layout, text = self.layout, self.text
         if layout is not None and layout.is_frame(start[0]):   # a function or block: no scan needed
             _, line, column = layout.span_from(start[0])
