@@ -292,50 +292,48 @@ def read_names(p) -> set:
 
 def _piece_decls(p, bare: bool, reading, top_end: int) -> list[Decl]:
     """The declarations of an op piece, in places of the text; `top_end` is the last line of
-    the block the piece's op sits in."""
-    lines, memo = reading.lines, reading.memo
-    last = p.piece.end - 1
+    the block the piece's op sits in. (A loop, not nested functions calling each other: those
+    would make a reference cycle holding the text's lines until the next collection.)"""
     decls = []
-
-    def declare(v, what, scope_start, scope_end):
-        if v.loc is None:
-            return
-        start = (v.loc[0] - 1, v.loc[1] - 1)
-        decls.append(Decl(v.name, start, (start[0], start[1] + len(_written(v.name, bare))), v, what,
-                          (scope_start, scope_end)))
-
-    def block_end(block) -> int:
-        depth, opened = 0, False
-        for n in range(block.loc[0] - 1, last + 1):
-            marks = memo.get(lines[n]) or ((), False)
-            for _, c in marks[0]:
-                if c == "{":
-                    depth, opened = depth + 1, True
-                elif c == "}":
-                    depth -= 1
-            if opened and depth <= 0:
-                return n
-        return last
-
-    def visit_block(block):
-        if block.loc is None:
-            return
-        end = block_end(block)
-        where = f"the block at line {block.loc[0]}"
-        for v in block.inputs:
-            declare(v, f"input of {where}", (block.loc[0] - 1, 0), end)
-        for op in block.operations:
-            visit_op(op, (op.loc[0], 0) if op.loc else (p.piece.start, 0), end)
-
-    def visit_op(op, scope_start, scope_end):
+    # (op, where its outputs' scope starts, the last line of it)
+    todo = [(op, (p.piece.end, 0), top_end) for op in reversed(p.ops)]
+    while todo:
+        op, scope_start, scope_end = todo.pop()
         what = f"`{op.type}` op" + (f" {quote(op.name)}" if op.name is not None else "")
         if op.loc:
             what += f", line {op.loc[0]}"
         for v in op.outputs:
-            declare(v, f"output of {what}", scope_start, scope_end)
-        for inner in op.blocks:
-            visit_block(inner)
-
-    for op in p.ops:
-        visit_op(op, (p.piece.end, 0), top_end)
+            _add_decl(decls, v, f"output of {what}", (scope_start, scope_end), bare)
+        inner = []
+        for block in op.blocks:
+            if block.loc is None:
+                continue
+            end = _block_end(reading, block.loc[0] - 1, p.piece.end - 1)
+            for v in block.inputs:
+                _add_decl(decls, v, f"input of the block at line {block.loc[0]}", ((block.loc[0] - 1, 0), end), bare)
+            inner += [(o, (o.loc[0], 0) if o.loc else (p.piece.start, 0), end) for o in block.operations]
+        todo += reversed(inner)
     return decls
+
+
+def _add_decl(decls: list, v, what: str, scope: tuple, bare: bool) -> None:
+    if v.loc is None:
+        return
+    start = (v.loc[0] - 1, v.loc[1] - 1)
+    decls.append(Decl(v.name, start, (start[0], start[1] + len(_written(v.name, bare))), v, what, scope))
+
+
+def _block_end(reading, first: int, last: int) -> int:
+    """The line on which the block opened on line `first` closes (`last` at the latest)."""
+    lines, memo = reading.lines, reading.memo
+    depth, opened = 0, False
+    for n in range(first, last + 1):
+        marks = memo.get(lines[n]) or ((), False)
+        for _, c in marks[0]:
+            if c == "{":
+                depth, opened = depth + 1, True
+            elif c == "}":
+                depth -= 1
+        if opened and depth <= 0:
+            return n
+    return last
