@@ -10,7 +10,7 @@ would, so no error is hidden and none is made up.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import ParseError
 from ..model import Model
@@ -34,7 +34,7 @@ class OpPiece:
     blocks it owns) or the errors it has ((line, column, message), 1-based). Its text is not
     kept: it is the reading's lines of its piece."""
     line: int
-    ops: list = field(default_factory=list)
+    ops: tuple = ()
     errors: tuple | list = ()
     piece: Piece | None = None
 
@@ -55,7 +55,10 @@ class Reading:
             self.memo = {}
         self.replaced = self.added = None   # the previous pieces replaced and the new ones
         if same_kind:
-            self.changed = changed_lines(previous.lines, self.lines)
+            self.changed = first, end_old, end_new = changed_lines(previous.lines, self.lines)
+            # the lines the edit left alone are the previous reading's strings (the memo's keys),
+            # not a second copy of them
+            self.lines = previous.lines[:first] + self.lines[first:end_new] + previous.lines[end_old:]
             self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
         else:
             self.changed = None
@@ -111,7 +114,7 @@ class Reading:
                 p = found.pop()
                 _shift(p, piece.start - p.line)
             elif whole is not None:
-                p = OpPiece(piece.start, whole.get(piece.start, []))
+                p = OpPiece(piece.start, tuple(whole.get(piece.start, ())))
             else:
                 p = self._parse_op(text, piece)
                 self.reparsed += 1
@@ -155,10 +158,10 @@ class Reading:
         try:
             if self.modelmil:
                 from ..text.modelmil_parser import parse_fragment
-                p.ops = [parse_fragment(text, "operation")]
+                p.ops = (parse_fragment(text, "operation"),)
             else:
                 program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL)
-                p.ops = list(program.functions["main"].blocks["CoreML7"].operations)
+                p.ops = tuple(program.functions["main"].blocks["CoreML7"].operations)
         except ParseError as e:
             last = first + piece.end - piece.start   # 1-based, the op's last line
             p.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
