@@ -7,6 +7,7 @@ object model's `loc` is 1-based (`from_loc`).
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from itertools import accumulate
 
@@ -36,7 +37,7 @@ class Source:
     def _starts(self) -> list[int]:
         """The offset of each line, worked out when first needed."""
         if self._line_starts is None:
-            self._line_starts = list(accumulate((len(line) + 1 for line in self.lines[:-1]), initial=0))
+            self._line_starts = array("q", accumulate((len(line) + 1 for line in self.lines[:-1]), initial=0))
         return self._line_starts
 
     def line(self, n: int) -> str:
