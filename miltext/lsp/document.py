@@ -18,6 +18,7 @@ from ..model.section import SectionError, spec_from_section
 from ..text.modelmil_words import looks_like_modelmil
 from ..text.parser import looks_like_coremltools_print, parse
 from .layout import Layout, Piece
+from .source import Lines
 
 # A function and block around one op, and its end; with a coremltools print's mark when the
 # text is one, so the op is read as that print writes strings and names.
@@ -45,7 +46,7 @@ class Reading:
 
     def __init__(self, text: str, previous: "Reading | None" = None):
         self.text = text
-        self.lines = text.split("\n")
+        self.lines = Lines(text)
         self.modelmil = looks_like_modelmil(text)
         self.raw = not self.modelmil and looks_like_coremltools_print(text)
         same_kind = previous is not None and previous.by_pieces and \
@@ -55,10 +56,7 @@ class Reading:
             self.memo = {}
         self.replaced = self.added = None   # the previous pieces replaced and the new ones
         if same_kind:
-            self.changed = first, end_old, end_new = changed_lines(previous.lines, self.lines)
-            # the lines the edit left alone are the previous reading's strings (the memo's keys),
-            # not a second copy of them
-            self.lines = previous.lines[:first] + self.lines[first:end_new] + previous.lines[end_old:]
+            self.changed = changed_lines(previous.lines, self.lines)
             self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
         else:
             self.changed = None
@@ -69,12 +67,12 @@ class Reading:
         self.pieces: list[OpPiece] = []
         self.by_pieces = self._read_frame(previous if same_kind else None)   # else read as a whole
         if self.by_pieces:
-            self.pieces = self._ops(previous.pieces, previous.lines) if same_kind else self._ops([], [])
+            self.pieces = self._ops(previous.pieces, previous.lines) if same_kind else self._ops([], None)
             self._assemble()
         else:
             self._whole()   # the ops are not parsed one by one: the whole text is
 
-    def _ops(self, before: list[OpPiece], previous_lines: list[str]) -> list[OpPiece]:
+    def _ops(self, before: list[OpPiece], previous_lines: Lines | None) -> list[OpPiece]:
         """An OpPiece for each piece of the layout: the one before when the layout kept its
         piece (moved with it), one of the same text, or a new parse."""
         if self.layout.kept is not None:  # the layout kept all but a few pieces: so do we
@@ -90,15 +88,15 @@ class Reading:
         self.replaced, self.added = before, None
         return self._made(self.layout.pieces, before, previous_lines)
 
-    def _made(self, pieces: list[Piece], before: list[OpPiece], before_lines: list[str]) -> list[OpPiece]:
+    def _made(self, pieces: list[Piece], before: list[OpPiece], before_lines: Lines | None) -> list[OpPiece]:
         kept = {id(p.piece): p for p in before}
         fresh = [piece for piece in pieces if id(piece) not in kept]
         still = {id(piece) for piece in pieces}
         cached: dict[str, list[OpPiece]] = {}
         for p in before:
             if id(p.piece) not in still:
-                cached.setdefault("\n".join(before_lines[p.line:p.line + p.piece.end - p.piece.start]), []).append(p)
-        texts = {id(piece): "\n".join(self.lines[piece.start:piece.end]) for piece in fresh}
+                cached.setdefault(before_lines.span(p.line, p.line + p.piece.end - p.piece.start), []).append(p)
+        texts = {id(piece): self.lines.span(piece.start, piece.end) for piece in fresh}
         new = sum(1 for piece in fresh if not cached.get(texts[id(piece)]))
         whole = self._whole_ops() if new > WHOLE_AFTER else None
         out = []
@@ -218,7 +216,7 @@ class Reading:
         out = set()
         for p in self.pieces:
             if p.errors:
-                text = "\n".join(self.lines[p.piece.start:p.piece.end])
+                text = self.lines.span(p.piece.start, p.piece.end)
                 head = text.split("=", 1)[0] if "=" in text else ""
                 out.update(name for name, _, _ in _tokens(head, self.modelmil))
         return out
@@ -234,8 +232,10 @@ class Reading:
             self.errors = list(e.errors or [(e.line, e.column, e.message)])
 
 
-def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
-    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
+def changed_lines(old, new) -> tuple[int, int, int]:
+    """(first, end in old, end in new): the lines outside [first, end) are the same in both
+    (lists of lines, or Lines)."""
+    old, new = (lines.text.split("\n") if isinstance(lines, Lines) else lines for lines in (old, new))
     most = min(len(old), len(new))
     first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
     last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),

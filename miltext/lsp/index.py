@@ -19,6 +19,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from ..text.lexemes import quote, var_name
+from .layout import marks_of
 from .source import BARE_NAME, VAR
 
 
@@ -328,8 +329,7 @@ def _block_end(reading, first: int, last: int) -> int:
     lines, memo = reading.lines, reading.memo
     depth, opened = 0, False
     for n in range(first, last + 1):
-        marks = memo.get(lines[n]) or ((), False)
-        for _, c in marks[0]:
+        for _, c in marks_of(memo, lines[n])[0]:
             if c == "{":
                 depth, opened = depth + 1, True
             elif c == "}":

@@ -7,7 +7,7 @@ model.mil's `program { func { ...`), except inside a model section. An op starts
 that depth outside brackets; a line there that opens a brace outside brackets is a block the
 op before it owns. Brackets are counted outside strings and comments, one line at a time
 (strings end on their line in both dialects), so a line's brackets are worked out once for each
-content it has.
+content it has (for the few that need it).
 
 A bracket left open does not swallow the rest of the text: a line that plainly starts an op
 (`%y: ... = op(` or model.mil's `tensor<...> y = op(`) at op depth ends the op before it, which
@@ -102,10 +102,7 @@ class Layout:
         piece = None
         for n in range(start, stop):
             line = lines[n]
-            found = memo.get(line)
-            if found is None:
-                found = memo[line] = _marks(line)
-            marks, opens_block = found
+            marks, opens_block = marks_of(memo, line)
             depth = len(braces)
             at_ops = depth == OP_DEPTH and not braces[0][2]
             stripped = line.lstrip()
@@ -155,6 +152,18 @@ class Layout:
         return i < len(self.frame) and self.frame[i] == line
 
 
+def marks_of(memo: dict, line: str) -> tuple:
+    """A line's brackets (see _marks), from `memo` when it has them. The memo keeps only the
+    lines that leave a bracket open or open a block (headers, the lines of a long op), so it
+    does not keep a second copy of the text; any other line has none."""
+    found = memo.get(line)
+    if found is None:
+        found = _marks(line)
+        if found is not _BALANCED:
+            memo[line] = found
+    return found
+
+
 def _is_structure(line: str) -> bool:
     """A frame line that is more than white space or a comment."""
     stripped = line.strip()
@@ -180,6 +189,6 @@ def _marks(line: str) -> tuple:
             kept.pop()
         else:
             kept.append((m.start(), c))
-    if not kept:   # most lines: one shared answer each, since the memo keeps one per line
+    if not kept:   # most lines
         return _OPENS_BLOCK if opens_block else _BALANCED
     return tuple(kept), opens_block
