@@ -10,7 +10,6 @@ would, so no error is hidden and none is made up.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
 
 from ..errors import ParseError
 from ..model import Model
@@ -29,15 +28,34 @@ _MIL_TAIL = "\n} -> ()\n}\n"
 WHOLE_AFTER = 200
 
 
-@dataclass(eq=False, slots=True)
-class OpPiece:
-    """One op's lines as last parsed: the line it was parsed at, the ops it gave (one, with the
-    blocks it owns) or the errors it has ((line, column, message), 1-based). Its text is not
-    kept: it is the reading's lines of its piece."""
-    line: int
-    ops: tuple = ()
-    errors: tuple | list = ()
-    piece: Piece | None = None
+class OpPiece(Piece):
+    """One op's lines (a piece of the layout) and what parsing them gave: the line it was
+    parsed at, its ops (one, with the blocks it owns) or its errors ((line, column, message),
+    1-based). Its text is not kept: it is the reading's lines of the piece. One object per op
+    of the text, so it is kept small: a single op is kept as itself, not in a tuple."""
+    __slots__ = ("line", "_ops", "errors")
+
+    def __init__(self, start: int, end: int, unclosed: tuple | None = None):
+        super().__init__(start, end, unclosed)
+        self.line, self._ops, self.errors = start, (), ()
+
+    @property
+    def ops(self) -> tuple:
+        found = self._ops
+        return found if type(found) is tuple else (found,)
+
+    @ops.setter
+    def ops(self, ops) -> None:
+        ops = tuple(ops)
+        self._ops = ops[0] if len(ops) == 1 else ops
+
+    def took(self, other: "OpPiece") -> None:
+        """Take what parsing another piece of the same text gave."""
+        self.line, self._ops, self.errors = other.line, other._ops, other.errors
+
+
+class OpLayout(Layout):
+    piece = OpPiece
 
 
 class Reading:
@@ -60,7 +78,7 @@ class Reading:
             self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
         else:
             self.changed = None
-            self.layout = Layout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
+            self.layout = OpLayout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
         self.reparsed = 0
         self.model = self.program = None
         self.errors: list = []
@@ -73,8 +91,8 @@ class Reading:
             self._whole()   # the ops are not parsed one by one: the whole text is
 
     def _ops(self, before: list[OpPiece], previous_lines: Lines | None) -> list[OpPiece]:
-        """An OpPiece for each piece of the layout: the one before when the layout kept its
-        piece (moved with it), one of the same text, or a new parse."""
+        """The pieces of the layout, each with its ops: those the layout kept (moved with
+        it), those of the same text as a piece before, or a new parse."""
         if self.layout.kept is not None:  # the layout kept all but a few pieces: so do we
             i, n, k = self.layout.kept
             window = self.layout.pieces[i:i + n]
@@ -82,43 +100,40 @@ class Reading:
             made = self._made(window, before[i:k], previous_lines)
             if self.changed[2] != self.changed[1]:   # lines were added or taken out
                 for p in before[k:]:
-                    _shift(p, p.piece.start - p.line)
+                    _shift(p, p.start - p.line)
             self.added = made
             return before[:i] + made + before[k:]
         self.replaced, self.added = before, None
         return self._made(self.layout.pieces, before, previous_lines)
 
-    def _made(self, pieces: list[Piece], before: list[OpPiece], before_lines: Lines | None) -> list[OpPiece]:
-        kept = {id(p.piece): p for p in before}
-        fresh = [piece for piece in pieces if id(piece) not in kept]
+    def _made(self, pieces: list[OpPiece], before: list[OpPiece], before_lines: Lines | None) -> list[OpPiece]:
+        """`pieces`, each with its ops; `before` are the pieces they may be (kept by the
+        layout) or be of the same text as."""
         still = {id(piece) for piece in pieces}
         cached: dict[str, list[OpPiece]] = {}
-        for p in before:
-            if id(p.piece) not in still:
-                cached.setdefault(before_lines.span(p.line, p.line + p.piece.end - p.piece.start), []).append(p)
+        for p in before:   # the previous pieces that are not in the layout any more, by text
+            if id(p) not in still:
+                cached.setdefault(before_lines.span(p.line, p.line + p.end - p.start), []).append(p)
+        was = {id(p) for p in before}
+        fresh = [piece for piece in pieces if id(piece) not in was]
         texts = {id(piece): self.lines.span(piece.start, piece.end) for piece in fresh}
         new = sum(1 for piece in fresh if not cached.get(texts[id(piece)]))
         whole = self._whole_ops() if new > WHOLE_AFTER else None
-        out = []
         for piece in pieces:
-            p = kept.get(id(piece))
-            if p is not None:
-                _shift(p, piece.start - p.line)
-                out.append(p)
+            if id(piece) in was:   # kept: its ops are where they were, its place may have moved
+                _shift(piece, piece.start - piece.line)
                 continue
             text = texts[id(piece)]
             found = cached.get(text)
             if found:
-                p = found.pop()
-                _shift(p, piece.start - p.line)
+                piece.took(found.pop())
+                _shift(piece, piece.start - piece.line)
             elif whole is not None:
-                p = OpPiece(piece.start, tuple(whole.get(piece.start, ())))
+                piece.ops = whole.get(piece.start, ())
             else:
-                p = self._parse_op(text, piece)
+                self._parse_op(text, piece)
                 self.reparsed += 1
-            p.piece = piece
-            out.append(p)
-        return out
+        return pieces
 
     def _whole_ops(self) -> dict | None:
         """The ops of the whole text by the line each starts on, when it parses as a whole
@@ -146,26 +161,26 @@ class Reading:
         loc = op.outputs[0].loc if op.outputs and op.outputs[0].loc else op.loc
         return None if loc is None else loc[0] - 1
 
-    def _parse_op(self, text: str, piece: Piece) -> OpPiece:
+    def _parse_op(self, text: str, piece: OpPiece) -> None:
         """Parse one op's lines where they stand: at the top of a small text, then moved."""
         if piece.unclosed is not None:
             line, column, bracket = piece.unclosed
-            return OpPiece(piece.start, errors=[(line + 1, column + 1, f"this {bracket!r} is never closed")])
+            piece.errors = [(line + 1, column + 1, f"this {bracket!r} is never closed")]
+            return
         first = 0 if self.modelmil else 1   # the line (0-based) the op text starts on
-        p = OpPiece(first)
+        piece.line = first
         try:
             if self.modelmil:
                 from ..text.modelmil_parser import parse_fragment
-                p.ops = (parse_fragment(text, "operation"),)
+                piece.ops = (parse_fragment(text, "operation"),)
             else:
                 program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL)
-                p.ops = tuple(program.functions["main"].blocks["CoreML7"].operations)
+                piece.ops = program.functions["main"].blocks["CoreML7"].operations
         except ParseError as e:
             last = first + piece.end - piece.start   # 1-based, the op's last line
-            p.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
-                        for line, column, message in (e.errors or [(e.line, e.column, e.message)])]
-        _shift(p, piece.start - first)
-        return p
+            piece.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
+                            for line, column, message in (e.errors or [(e.line, e.column, e.message)])]
+        _shift(piece, piece.start - first)
 
     def _read_frame(self, previous: "Reading | None") -> bool:
         """Parse the frame (the text with its op lines blank); whether it parses."""
@@ -197,7 +212,7 @@ class Reading:
         errors = [(line + 1, column + 1, "this '{' is never closed") for line, column, _ in self.layout.unclosed_braces]
         errors += [e for p in self.pieces if p.errors for e in p.errors]
         pieces = self.pieces
-        bounds = [bisect_right(pieces, line, key=lambda p: p.piece.start) for line in starts] + [len(pieces)]
+        bounds = [bisect_right(pieces, line, key=lambda p: p.start) for line in starts] + [len(pieces)]
         for (_, block), first, end in zip(blocks, bounds, bounds[1:]):
             block.operations = [op for p in pieces[first:end] for op in p.ops]
         self.program = program
@@ -216,7 +231,7 @@ class Reading:
         out = set()
         for p in self.pieces:
             if p.errors:
-                text = self.lines.span(p.piece.start, p.piece.end)
+                text = self.lines.span(p.start, p.end)
                 head = text.split("=", 1)[0] if "=" in text else ""
                 out.update(name for name, _, _ in _tokens(head, self.modelmil))
         return out

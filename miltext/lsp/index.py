@@ -48,7 +48,7 @@ class Index:
     def __init__(self, reading, previous: "Index | None" = None):
         self.reading = reading
         self.bare = reading.modelmil
-        self._piece_starts = array("q", (p.piece.start for p in reading.pieces))
+        self._piece_starts = array("q", (p.start for p in reading.pieces))
         self._decls: dict = {}   # name -> [Decl], sorted, made when first asked
         self._occurrences: dict = {}
         if previous is not None and previous.bare == self.bare and previous.declaring is not None:
@@ -126,7 +126,7 @@ class Index:
 
     def piece_decls(self, p) -> list[Decl]:
         """The declarations of an op piece, each with its scope."""
-        return _piece_decls(p, self.bare, self.reading, self._block_end(p.piece.start))
+        return _piece_decls(p, self.bare, self.reading, self._block_end(p.start))
 
     def _find_decls(self, name: str) -> list[Decl]:
         found = list(self._frame_decls.get(name, ()))
@@ -160,7 +160,7 @@ class Index:
         used_in: dict = {}
         for n in _lines_writing(reading.text, _written(name, bare)):
             i = bisect_right(starts, n) - 1
-            in_piece = i >= 0 and n < pieces[i].piece.end
+            in_piece = i >= 0 and n < pieces[i].end
             if bare and in_piece:   # model.mil: only the names the op reads (not keys, dtypes, ...)
                 if i not in used_in:
                     used_in[i] = read_names(pieces[i])
@@ -181,7 +181,7 @@ class Index:
         line = pos[0]
         lines = self.reading.lines
         i = bisect_right(self._piece_starts, line) - 1
-        if i >= 0 and line < self.reading.pieces[i].piece.end:
+        if i >= 0 and line < self.reading.pieces[i].end:
             p = self.reading.pieces[i]
             decls = self.piece_decls(p)
             for d in decls:
@@ -297,7 +297,7 @@ def _piece_decls(p, bare: bool, reading, top_end: int) -> list[Decl]:
     would make a reference cycle holding the text's lines until the next collection.)"""
     decls = []
     # (op, where its outputs' scope starts, the last line of it)
-    todo = [(op, (p.piece.end, 0), top_end) for op in reversed(p.ops)]
+    todo = [(op, (p.end, 0), top_end) for op in reversed(p.ops)]
     while todo:
         op, scope_start, scope_end = todo.pop()
         what = f"`{op.type}` op" + (f" {quote(op.name)}" if op.name is not None else "")
@@ -309,10 +309,10 @@ def _piece_decls(p, bare: bool, reading, top_end: int) -> list[Decl]:
         for block in op.blocks:
             if block.loc is None:
                 continue
-            end = _block_end(reading, block.loc[0] - 1, p.piece.end - 1)
+            end = _block_end(reading, block.loc[0] - 1, p.end - 1)
             for v in block.inputs:
                 _add_decl(decls, v, f"input of the block at line {block.loc[0]}", ((block.loc[0] - 1, 0), end), bare)
-            inner += [(o, (o.loc[0], 0) if o.loc else (p.piece.start, 0), end) for o in block.operations]
+            inner += [(o, (o.loc[0], 0) if o.loc else (p.start, 0), end) for o in block.operations]
         todo += reversed(inner)
     return decls
 

@@ -32,7 +32,7 @@ _MODEL = re.compile(r'\s*model\b')
 _BALANCED, _OPENS_BLOCK = ((), False), ((), True)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Piece:
     """Lines [start, end) of one op (with its blocks), 0-based; `unclosed` is (line, column,
     bracket) of a bracket it leaves open, or None."""
@@ -43,6 +43,7 @@ class Piece:
 
 class Layout:
     """The op pieces of a text, and the frame lines (all the others)."""
+    piece = Piece   # what a piece is made as (a subclass may carry more)
 
     def __init__(self, lines: list[str], dialect: str, memo: dict | None = None):
         self.dialect = dialect
@@ -69,18 +70,18 @@ class Layout:
         i = bisect_right(pieces, first, key=lambda p: p.start) - 1
         k = bisect_left(pieces, end_old, key=lambda p: p.start)
         if i < 0 or k >= len(pieces) or any(b[0] >= pieces[i].start for b in self.unclosed_braces):
-            return Layout(lines, self.dialect, self.memo)
+            return type(self)(lines, self.dialect, self.memo)
         start, stop_old = pieces[i].start, pieces[k].start
         lo, hi = bisect_left(self.frame, start), bisect_left(self.frame, stop_old)
         if any(_is_structure(old_lines[n]) for n in self.frame[lo:hi]):
-            return Layout(lines, self.dialect, self.memo)
-        out = Layout(None, self.dialect, self.memo)
+            return type(self)(lines, self.dialect, self.memo)
+        out = type(self)(None, self.dialect, self.memo)
         out.pieces = pieces[:i]
         out.frame = self.frame[:lo]
         ops_level = [(start, 0, False, False)] * OP_DEPTH
         braces, brackets, piece = out._scan(lines, start, stop_old + delta, list(ops_level))
         if braces != ops_level or any(_is_structure(lines[n]) for n in out.frame[lo:]):
-            return Layout(lines, self.dialect, self.memo)
+            return type(self)(lines, self.dialect, self.memo)
         if piece is not None and brackets:
             piece.unclosed = brackets[0]
         for p in pieces[k:]:
@@ -115,7 +116,7 @@ class Layout:
             in_piece = continuing
             if not continuing and at_ops and stripped and not stripped.startswith(("#", "}")):
                 if piece is None or not opens_block or op_start.match(line):
-                    piece = Piece(n, n + 1)      # else a block of the op before
+                    piece = self.piece(n, n + 1)  # else a block of the op before
                     self.pieces.append(piece)
                 in_piece = True
             elif not continuing and not (at_ops and (not stripped or stripped.startswith("#"))):
