@@ -1,9 +1,10 @@
 """The language server's incremental analysis against a fresh one: after each of many random
 edits (lines typed into, broken, duplicated, taken out, added), the analysis built from the one
 before gives the same parse errors, the same check findings and the same program as an analysis
-of the text from nothing. In both dialects, on corpus texts with nested blocks."""
+of the text from nothing, and the same answers to definition and references. In both dialects, on corpus texts with nested blocks."""
 import os
 import random
+import re
 
 import pytest
 
@@ -59,7 +60,18 @@ def summary(a: Analysis, complete: bool) -> tuple:
             program = miltext.dumps(a.program, "modelmil" if a.modelmil else "mil")
         except ValueError:
             program = "unprintable"
-    return ([(f.severity, f.range, f.message, f.code) for f in a.findings(complete)], program)
+    return ([(f.severity, f.range, f.message, f.code) for f in a.findings(complete)], program, names(a))
+
+
+def names(a: Analysis) -> list:
+    """What definition and references answer at each name written in the text (the index
+    keeps which ops declare each name from one analysis to the next)."""
+    out = []
+    for n, line in enumerate(a.source.lines):
+        for m in re.finditer(r'%?[A-Za-z_][\w.]*', line):
+            pos = (n, m.start() + 1)
+            out.append((pos, a.definition(pos), [(o.start, o.declares) for o in a.references(pos)]))
+    return out
 
 
 @pytest.mark.parametrize("name", sorted(TEXTS))

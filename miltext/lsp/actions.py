@@ -51,7 +51,7 @@ def _missing_inputs(analysis, d) -> list[Fix]:
         return []
     op = p.ops[0]
     opset = ophelp.opset_at(analysis.program, line_no)
-    close = _call_end(analysis, p.piece.start, p.piece.end)
+    close = _call_end(analysis, p.start, p.end)
     if close is None:
         return []
     out = []
@@ -71,7 +71,7 @@ def _piece_at(analysis, line: int) -> int | None:
     from bisect import bisect_right
     starts = analysis.index._piece_starts
     i = bisect_right(starts, line) - 1
-    if i >= 0 and line < analysis.reading.pieces[i].piece.end:
+    if i >= 0 and line < analysis.reading.pieces[i].end:
         return i
     return None
 

@@ -19,7 +19,7 @@ from .outline import outline
 from .source import Source
 
 
-@dataclass
+@dataclass(slots=True)
 class Finding:
     severity: str    # "error", "warning", "note"
     range: tuple     # (start, end)
@@ -45,7 +45,6 @@ class Analysis:
         self._previous = previous
         self._diagnostics = None
         self.complete = False    # whether the check findings come from a check of the whole program
-        self._outline = None
         self._inferred = None
 
     @property
@@ -58,9 +57,9 @@ class Analysis:
 
     @property
     def outline(self) -> list:
-        if self._outline is None:
-            self._outline = [] if self.program is None else outline(self.program, self.source, self.modelmil)
-        return self._outline
+        """Worked out each time asked (a client asks once for each text): kept, it would be as
+        big as the program."""
+        return [] if self.program is None else outline(self.program, self.source, self.modelmil)
 
     # ---- findings ----
     def findings(self, complete: bool = False) -> list[Finding]:
@@ -196,3 +195,30 @@ class Analysis:
             return format_source(self.source.text)
         except ValueError as e:  # what the printer cannot write, or would not be the same program
             raise CannotFormat(str(e)) from None
+
+
+# One small text in each dialect, with an op whose output type is left to inference.
+_WARM_UP = (
+    'main[CoreML7](%x: (1, 4, fp32)) {\n  block0() {\n    %y: (1, 4, fp32) = relu(x=%x, name="y")\n'
+    '    %z = relu(x=%y, name="z")\n  } -> (%z)\n}\n',
+    'program(1.0)\n{\n    func main<ios17>(tensor<fp32, [1, 4]> x) {\n'
+    '            tensor<fp32, [1, 4]> y = relu(x = x)[name = tensor<string, []>("y")];\n'
+    '        } -> (y);\n}\n',
+)
+
+
+def warm_up() -> None:
+    """Load what analysing, checking, hovering, completing and formatting need (the checker,
+    inference, both parsers, the formatter), so that the first document opened pays only for
+    itself, in time and in memory."""
+    from ..model import blobs  # noqa: F401 (blob offsets, checked when weights/ is beside the text)
+    from .completion import complete
+    for text in _WARM_UP:
+        a = Analysis(text)
+        a.findings(complete=True)
+        a.hover((3, 6)), a.hover((2, 30)), a.outline
+        complete(a, (3, 8))
+        try:
+            a.formatted()
+        except CannotFormat:
+            pass

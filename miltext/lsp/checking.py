@@ -17,6 +17,7 @@ import miltext
 
 from ..ir import Block, Function, Program
 from .document import changed_lines
+from .index import declared_names, read_names
 
 # More ops than this to check again: check the whole program.
 MOST_AFFECTED = 300
@@ -42,19 +43,19 @@ def incremental(before_index, index, diagnostics: list, weights: str | None = No
     starts = index._piece_starts
     lo = max(bisect_right(starts, first) - 1, 0)
     touched = {i for i in range(lo, bisect_right(starts, max(end_new - 1, first)))
-               if pieces[i].piece.end > first and pieces[i].piece.start < max(end_new, first + 1)}
+               if pieces[i].end > first and pieces[i].start < max(end_new, first + 1)}
     names = set()
     for i in touched:
-        names.update(n for n, *_ in _decls(pieces[i], index))
+        names.update(declared_names(pieces[i]))
     gone = reading.replaced if reading.added is not None else \
-        [p for p in before.pieces if p.piece.end > first and p.piece.start < end_old]
+        [p for p in before.pieces if p.end > first and p.start < end_old]
     for p in gone:  # what the changed ops declared before the edit
-        names.update(n for n, *_ in _decls(p, before_index))
+        names.update(declared_names(p))
     affected = set(touched)
     for name in names:
         for o in index.occurrences_of(name):
             i = bisect_right(starts, o.start[0]) - 1
-            if i >= 0 and o.start[0] < pieces[i].piece.end:
+            if i >= 0 and o.start[0] < pieces[i].end:
                 affected.add(i)
     if len(affected) > MOST_AFFECTED:
         return None
@@ -62,13 +63,13 @@ def incremental(before_index, index, diagnostics: list, weights: str | None = No
     needed = set(affected)
     read = set()
     for i in affected:
-        read.update(name for name, *_, declares in _occurrences(pieces[i], index) if not declares)
+        read.update(read_names(pieces[i]))
     for n in reading.layout.frame:
         read.update(name for name, *_ in _frame_names(reading, index, n))
     for name in read:
         for d in index.decls_of(name):
             i = bisect_right(starts, d.start[0]) - 1
-            if i >= 0 and d.start[0] < pieces[i].piece.end:
+            if i >= 0 and d.start[0] < pieces[i].end:
                 needed.add(i)
     for i, p in enumerate(pieces):  # one const, as the whole program has: check reads a
         if any(op.type == "const" for op in p.ops):  # program without any as a print
@@ -78,7 +79,7 @@ def incremental(before_index, index, diagnostics: list, weights: str | None = No
         return None
     lines_of = set(reading.layout.frame)
     for i in affected:
-        lines_of.update(range(pieces[i].piece.start, pieces[i].piece.end))
+        lines_of.update(range(pieces[i].start, pieces[i].end))
     fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, weights)
              if d.line is not None and d.line - 1 in lines_of]
     if any(d.rule in WHOLE_SCOPE for d in fresh):
@@ -107,16 +108,6 @@ def _moved(d, by: int, end_old: int, delta: int):
     return replace(d, line=d.line + by, notes=notes)
 
 
-def _decls(p, index):
-    from .index import _piece_info
-    return _piece_info(p, index.bare, index.reading.memo)[0]
-
-
-def _occurrences(p, index):
-    from .index import _piece_info
-    return _piece_info(p, index.bare, index.reading.memo)[1]
-
-
 def _frame_names(reading, index, line: int):
     from .index import _tokens
     return _tokens(reading.lines[line], index.bare)
@@ -139,7 +130,7 @@ def _part(reading, chosen: list[int]) -> Program:
     starts = [line for line, _ in top]
     for i in chosen:
         p = reading.pieces[i]
-        j = bisect_right(starts, p.piece.start) - 1
+        j = bisect_right(starts, p.start) - 1
         if j >= 0:
             copies[top[j][1]].operations.extend(p.ops)
     return out

@@ -10,7 +10,6 @@ would, so no error is hidden and none is made up.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
 
 from ..errors import ParseError
 from ..model import Model
@@ -18,6 +17,7 @@ from ..model.section import SectionError, spec_from_section
 from ..text.modelmil_words import looks_like_modelmil
 from ..text.parser import looks_like_coremltools_print, parse
 from .layout import Layout, Piece
+from .source import Lines
 
 # A function and block around one op, and its end; with a coremltools print's mark when the
 # text is one, so the op is read as that print writes strings and names.
@@ -28,16 +28,34 @@ _MIL_TAIL = "\n} -> ()\n}\n"
 WHOLE_AFTER = 200
 
 
-@dataclass(eq=False)
-class OpPiece:
-    """One op's lines as last parsed: its text, the line it was parsed at, the ops it gave
-    (one, with the blocks it owns) or the errors it has ((line, column, message), 1-based)."""
-    text: str
-    line: int
-    ops: list = field(default_factory=list)
-    errors: list = field(default_factory=list)
-    piece: Piece | None = None
-    names: tuple | None = None   # what index works out of it, once
+class OpPiece(Piece):
+    """One op's lines (a piece of the layout) and what parsing them gave: the line it was
+    parsed at, its ops (one, with the blocks it owns) or its errors ((line, column, message),
+    1-based). Its text is not kept: it is the reading's lines of the piece. One object per op
+    of the text, so it is kept small: a single op is kept as itself, not in a tuple."""
+    __slots__ = ("line", "_ops", "errors")
+
+    def __init__(self, start: int, end: int, unclosed: tuple | None = None):
+        super().__init__(start, end, unclosed)
+        self.line, self._ops, self.errors = start, (), ()
+
+    @property
+    def ops(self) -> tuple:
+        found = self._ops
+        return found if type(found) is tuple else (found,)
+
+    @ops.setter
+    def ops(self, ops) -> None:
+        ops = tuple(ops)
+        self._ops = ops[0] if len(ops) == 1 else ops
+
+    def took(self, other: "OpPiece") -> None:
+        """Take what parsing another piece of the same text gave."""
+        self.line, self._ops, self.errors = other.line, other._ops, other.errors
+
+
+class OpLayout(Layout):
+    piece = OpPiece
 
 
 class Reading:
@@ -46,7 +64,7 @@ class Reading:
 
     def __init__(self, text: str, previous: "Reading | None" = None):
         self.text = text
-        self.lines = text.split("\n")
+        self.lines = Lines(text)
         self.modelmil = looks_like_modelmil(text)
         self.raw = not self.modelmil and looks_like_coremltools_print(text)
         same_kind = previous is not None and previous.by_pieces and \
@@ -60,65 +78,62 @@ class Reading:
             self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
         else:
             self.changed = None
-            self.layout = Layout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
+            self.layout = OpLayout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
         self.reparsed = 0
         self.model = self.program = None
         self.errors: list = []
         self.pieces: list[OpPiece] = []
         self.by_pieces = self._read_frame(previous if same_kind else None)   # else read as a whole
         if self.by_pieces:
-            self.pieces = self._ops(previous.pieces if same_kind else [])
+            self.pieces = self._ops(previous.pieces, previous.lines) if same_kind else self._ops([], None)
             self._assemble()
         else:
             self._whole()   # the ops are not parsed one by one: the whole text is
 
-    def _ops(self, before: list[OpPiece]) -> list[OpPiece]:
-        """An OpPiece for each piece of the layout: the one before when the layout kept its
-        piece (moved with it), one of the same text, or a new parse."""
+    def _ops(self, before: list[OpPiece], previous_lines: Lines | None) -> list[OpPiece]:
+        """The pieces of the layout, each with its ops: those the layout kept (moved with
+        it), those of the same text as a piece before, or a new parse."""
         if self.layout.kept is not None:  # the layout kept all but a few pieces: so do we
             i, n, k = self.layout.kept
             window = self.layout.pieces[i:i + n]
             self.replaced = before[i:k]
-            made = self._made(window, before[i:k])
+            made = self._made(window, before[i:k], previous_lines)
             if self.changed[2] != self.changed[1]:   # lines were added or taken out
                 for p in before[k:]:
-                    _shift(p, p.piece.start - p.line)
+                    _shift(p, p.start - p.line)
             self.added = made
             return before[:i] + made + before[k:]
         self.replaced, self.added = before, None
-        return self._made(self.layout.pieces, before)
+        return self._made(self.layout.pieces, before, previous_lines)
 
-    def _made(self, pieces: list[Piece], before: list[OpPiece]) -> list[OpPiece]:
-        kept = {id(p.piece): p for p in before}
-        fresh = [piece for piece in pieces if id(piece) not in kept]
+    def _made(self, pieces: list[OpPiece], before: list[OpPiece], before_lines: Lines | None) -> list[OpPiece]:
+        """`pieces`, each with its ops; `before` are the pieces they may be (kept by the
+        layout) or be of the same text as."""
         still = {id(piece) for piece in pieces}
         cached: dict[str, list[OpPiece]] = {}
-        for p in before:
-            if id(p.piece) not in still:
-                cached.setdefault(p.text, []).append(p)
-        texts = {id(piece): "\n".join(self.lines[piece.start:piece.end]) for piece in fresh}
+        for p in before:   # the previous pieces that are not in the layout any more, by text
+            if id(p) not in still:
+                cached.setdefault(before_lines.span(p.line, p.line + p.end - p.start), []).append(p)
+        was = {id(p) for p in before}
+        fresh = [piece for piece in pieces if id(piece) not in was]
+        texts = {id(piece): self.lines.span(piece.start, piece.end) for piece in fresh}
         new = sum(1 for piece in fresh if not cached.get(texts[id(piece)]))
         whole = self._whole_ops() if new > WHOLE_AFTER else None
-        out = []
         for piece in pieces:
-            p = kept.get(id(piece))
-            if p is not None:
-                _shift(p, piece.start - p.line)
-                out.append(p)
+            if id(piece) in was:   # kept: its ops are where they were, its place may have moved
+                _shift(piece, piece.start - piece.line)
                 continue
             text = texts[id(piece)]
             found = cached.get(text)
             if found:
-                p = found.pop()
-                _shift(p, piece.start - p.line)
+                piece.took(found.pop())
+                _shift(piece, piece.start - piece.line)
             elif whole is not None:
-                p = OpPiece(text, piece.start, whole.get(piece.start, []))
+                piece.ops = whole.get(piece.start, ())
             else:
-                p = self._parse_op(text, piece)
+                self._parse_op(text, piece)
                 self.reparsed += 1
-            p.piece = piece
-            out.append(p)
-        return out
+        return pieces
 
     def _whole_ops(self) -> dict | None:
         """The ops of the whole text by the line each starts on, when it parses as a whole
@@ -146,26 +161,26 @@ class Reading:
         loc = op.outputs[0].loc if op.outputs and op.outputs[0].loc else op.loc
         return None if loc is None else loc[0] - 1
 
-    def _parse_op(self, text: str, piece: Piece) -> OpPiece:
+    def _parse_op(self, text: str, piece: OpPiece) -> None:
         """Parse one op's lines where they stand: at the top of a small text, then moved."""
         if piece.unclosed is not None:
             line, column, bracket = piece.unclosed
-            return OpPiece(text, piece.start, errors=[(line + 1, column + 1, f"this {bracket!r} is never closed")])
+            piece.errors = [(line + 1, column + 1, f"this {bracket!r} is never closed")]
+            return
         first = 0 if self.modelmil else 1   # the line (0-based) the op text starts on
-        p = OpPiece(text, first)
+        piece.line = first
         try:
             if self.modelmil:
                 from ..text.modelmil_parser import parse_fragment
-                p.ops = [parse_fragment(text, "operation")]
+                piece.ops = (parse_fragment(text, "operation"),)
             else:
                 program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL)
-                p.ops = list(program.functions["main"].blocks["CoreML7"].operations)
+                piece.ops = program.functions["main"].blocks["CoreML7"].operations
         except ParseError as e:
             last = first + piece.end - piece.start   # 1-based, the op's last line
-            p.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
-                        for line, column, message in (e.errors or [(e.line, e.column, e.message)])]
-        _shift(p, piece.start - first)
-        return p
+            piece.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
+                            for line, column, message in (e.errors or [(e.line, e.column, e.message)])]
+        _shift(piece, piece.start - first)
 
     def _read_frame(self, previous: "Reading | None") -> bool:
         """Parse the frame (the text with its op lines blank); whether it parses."""
@@ -197,7 +212,7 @@ class Reading:
         errors = [(line + 1, column + 1, "this '{' is never closed") for line, column, _ in self.layout.unclosed_braces]
         errors += [e for p in self.pieces if p.errors for e in p.errors]
         pieces = self.pieces
-        bounds = [bisect_right(pieces, line, key=lambda p: p.piece.start) for line in starts] + [len(pieces)]
+        bounds = [bisect_right(pieces, line, key=lambda p: p.start) for line in starts] + [len(pieces)]
         for (_, block), first, end in zip(blocks, bounds, bounds[1:]):
             block.operations = [op for p in pieces[first:end] for op in p.ops]
         self.program = program
@@ -216,7 +231,8 @@ class Reading:
         out = set()
         for p in self.pieces:
             if p.errors:
-                head = p.text.split("=", 1)[0] if "=" in p.text else ""
+                text = self.lines.span(p.start, p.end)
+                head = text.split("=", 1)[0] if "=" in text else ""
                 out.update(name for name, _, _ in _tokens(head, self.modelmil))
         return out
 
@@ -231,8 +247,10 @@ class Reading:
             self.errors = list(e.errors or [(e.line, e.column, e.message)])
 
 
-def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int]:
-    """(first, end in old, end in new): the lines outside [first, end) are the same in both."""
+def changed_lines(old, new) -> tuple[int, int, int]:
+    """(first, end in old, end in new): the lines outside [first, end) are the same in both
+    (lists of lines, or Lines)."""
+    old, new = (lines.text.split("\n") if isinstance(lines, Lines) else lines for lines in (old, new))
     most = min(len(old), len(new))
     first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
     last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),
@@ -245,19 +263,26 @@ def _shift(p: OpPiece, lines: int) -> None:
     if not lines:
         return
     p.line += lines
-    p.errors = [(line + lines, column, message) for line, column, message in p.errors]
+    if p.errors:
+        p.errors = [(line + lines, column, message) for line, column, message in p.errors]
+    moved: dict = {}   # an op and its output share one place: the moved one is shared too
+
+    def move(loc):
+        if not loc:
+            return loc
+        found = moved.get(loc)
+        if found is None:
+            found = moved[loc] = (loc[0] + lines, loc[1])
+        return found
+
     stack = list(p.ops)
     while stack:
         op = stack.pop()
-        op.loc = _moved(op.loc, lines)
+        op.loc = move(op.loc)
         for v in op.outputs:
-            v.loc = _moved(v.loc, lines)
+            v.loc = move(v.loc)
         for b in op.blocks:
-            b.loc = _moved(b.loc, lines)
+            b.loc = move(b.loc)
             for v in b.inputs:
-                v.loc = _moved(v.loc, lines)
+                v.loc = move(v.loc)
             stack.extend(b.operations)
-
-
-def _moved(loc, lines: int):
-    return (loc[0] + lines, loc[1]) if loc else loc

@@ -4,20 +4,26 @@ go to definition, references, rename, highlight and completion answer from.
 The scoping is miltext.refs's (a block sees its function's inputs, its enclosing blocks' names
 defined before it, its own inputs and earlier outputs; a later definition replaces an earlier
 one), applied to places in the text instead of to the object model: the language server must
-answer at once after an edit, and refs walks the whole program. So each op's names are worked
-out once for each text the op has (kept on its OpPiece, in lines counted from the op's first),
-and a declaration is visible from the end of its op to the end of its block.
+answer at once after an edit, and refs walks the whole program. A declaration is visible from
+the end of its op to the end of its block.
+
+What is kept between edits is small, since it lives as long as the document: which op pieces
+declare each name. Where a name is written is found when asked, by searching the text for it
+(a few milliseconds for a 10k-line text), and a piece's declarations and the names it reads come
+from its ops.
 """
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 
 from ..text.lexemes import quote, var_name
+from .layout import marks_of
 from .source import BARE_NAME, VAR
 
 
-@dataclass
+@dataclass(slots=True)
 class Decl:
     name: str
     start: tuple        # (line, column), 0-based
@@ -27,7 +33,7 @@ class Decl:
     scope: tuple        # (first place, last line) where the name refers to it
 
 
-@dataclass
+@dataclass(slots=True)
 class Occurrence:
     name: str
     start: tuple
@@ -42,12 +48,12 @@ class Index:
     def __init__(self, reading, previous: "Index | None" = None):
         self.reading = reading
         self.bare = reading.modelmil
-        self._piece_starts = [p.piece.start for p in reading.pieces]
+        self._piece_starts = array("q", (p.start for p in reading.pieces))
         self._decls: dict = {}   # name -> [Decl], sorted, made when first asked
         self._occurrences: dict = {}
-        if previous is not None and previous.bare == self.bare:
-            self.declaring, self.mentioning = previous.declaring, previous.mentioning
-            previous.declaring = previous.mentioning = None   # handed on
+        if previous is not None and previous.bare == self.bare and previous.declaring is not None:
+            self.declaring = previous.declaring
+            previous.declaring = None   # handed on
             if reading.added is not None:
                 gone, new = reading.replaced, reading.added
             else:
@@ -59,28 +65,29 @@ class Index:
             for p in new:
                 self._learn(p)
         else:
-            self.declaring: dict[str, list] = {}    # name -> the op pieces declaring it
-            self.mentioning: dict[str, list] = {}   # name -> the op pieces where it is written
+            # name -> the op piece declaring it, or a tuple of them when there are several
+            self.declaring: dict = {}
             for p in reading.pieces:
                 self._learn(p)
         self._frame_decls, self._top = self._frame()
 
     def _learn(self, p) -> None:
-        decls, occurrences = _piece_info(p, self.bare, self.reading.memo)
-        for name in {d[0] for d in decls}:
-            self.declaring.setdefault(name, []).append(p)
-        for name in {o[0] for o in occurrences}:
-            self.mentioning.setdefault(name, []).append(p)
+        table = self.declaring
+        for name in declared_names(p):
+            found = table.get(name)
+            table[name] = p if found is None else (*_pieces(found), p)
 
     def _forget(self, p) -> None:
-        decls, occurrences = _piece_info(p, self.bare, self.reading.memo)
-        for table, names in ((self.declaring, {d[0] for d in decls}), (self.mentioning, {o[0] for o in occurrences})):
-            for name in names:
-                found = table.get(name)
-                if found is not None:
-                    found[:] = [q for q in found if q is not p]
-                    if not found:
-                        del table[name]
+        table = self.declaring
+        for name in declared_names(p):
+            found = table.get(name)
+            if found is None:
+                continue
+            rest = tuple(q for q in _pieces(found) if q is not p)
+            if not rest:
+                del table[name]
+            else:
+                table[name] = rest[0] if len(rest) == 1 else rest
 
     def _frame(self) -> tuple:
         """The declarations of the frame (function and block inputs), and the spans of the
@@ -117,39 +124,52 @@ class Index:
         i = bisect_right(self._top, (line, 1 << 30)) - 1
         return self._top[i][1] if i >= 0 else 1 << 30
 
+    def piece_decls(self, p) -> list[Decl]:
+        """The declarations of an op piece, each with its scope."""
+        return _piece_decls(p, self.bare, self.reading, self._block_end(p.start))
+
+    def _find_decls(self, name: str) -> list[Decl]:
+        found = list(self._frame_decls.get(name, ()))
+        for p in _pieces(self.declaring.get(name, ())):
+            found += [d for d in self.piece_decls(p) if d.name == name]
+        found.sort(key=lambda d: d.start)
+        return found
+
     def decls_of(self, name: str) -> list[Decl]:
         """Every declaration of `name`, in text order."""
         found = self._decls.get(name)
         if found is None:
-            found = list(self._frame_decls.get(name, ()))
-            for p in self.declaring.get(name, ()):
-                base = p.piece.start
-                block_end = self._block_end(base)
-                for n, start, end, v, what, scope_start, scope_end in _piece_info(p, self.bare, self.reading.memo)[0]:
-                    if n == name:
-                        found.append(Decl(n, (base + start[0], start[1]), (base + end[0], end[1]), v, what,
-                                          ((base + scope_start[0], scope_start[1]),
-                                           block_end if scope_end is None else base + scope_end)))
-            found.sort(key=lambda d: d.start)
-            self._decls[name] = found
+            found = self._decls[name] = self._find_decls(name)
         return found
 
     def occurrences_of(self, name: str) -> list[Occurrence]:
         """Every place `name` is written, in text order."""
         found = self._occurrences.get(name)
         if found is None:
-            found = []
-            for p in self.mentioning.get(name, ()):
-                base = p.piece.start
-                found += [Occurrence(n, (base + start[0], start[1]), (base + end[0], end[1]), declares)
-                          for n, start, end, declares in _piece_info(p, self.bare, self.reading.memo)[1] if n == name]
-            declared = {d.start for d in self._frame_decls.get(name, ())}
-            for n in self.reading.layout.frame:
-                found += [Occurrence(t, (n, start), (n, end), (n, start) in declared)
-                          for t, start, end in _tokens(self.reading.lines[n], self.bare) if t == name]
-            found.sort(key=lambda o: o.start)
-            self._occurrences[name] = found
+            found = self._occurrences[name] = self._find_occurrences(name)
         return found
+
+    def _find_occurrences(self, name: str) -> list[Occurrence]:
+        """The declarations of `name`, and the lines the text writes it on, tokenized as a line
+        is (so a name inside another token does not count)."""
+        reading, bare = self.reading, self.bare
+        decls = self.decls_of(name)
+        out = [Occurrence(name, d.start, d.end, True) for d in decls]
+        declared = {d.start for d in decls}
+        pieces, starts = reading.pieces, self._piece_starts
+        used_in: dict = {}
+        for n in _lines_writing(reading.text, _written(name, bare)):
+            i = bisect_right(starts, n) - 1
+            in_piece = i >= 0 and n < pieces[i].end
+            if bare and in_piece:   # model.mil: only the names the op reads (not keys, dtypes, ...)
+                if i not in used_in:
+                    used_in[i] = read_names(pieces[i])
+                if name not in used_in[i]:
+                    continue
+            out += [Occurrence(name, (n, start), (n, end), False)
+                    for t, start, end in _tokens(reading.lines[n], bare) if t == name and (n, start) not in declared]
+        out.sort(key=lambda o: o.start)
+        return out
 
     def names(self):
         """Every name declared in the text."""
@@ -159,15 +179,21 @@ class Index:
     def at(self, pos: tuple) -> Occurrence | None:
         """The name written at `pos` (the cursor may stand just past it)."""
         line = pos[0]
+        lines = self.reading.lines
         i = bisect_right(self._piece_starts, line) - 1
-        if i >= 0 and line < self.reading.pieces[i].piece.end:
+        if i >= 0 and line < self.reading.pieces[i].end:
             p = self.reading.pieces[i]
-            base = p.piece.start
-            for name, start, end, declares in _piece_info(p, self.bare, self.reading.memo)[1]:
-                if start[0] + base == line and start[1] <= pos[1] <= end[1]:
-                    return Occurrence(name, (line, start[1]), (line, end[1]), declares)
+            decls = self.piece_decls(p)
+            for d in decls:
+                if d.start[0] == line and d.start[1] <= pos[1] <= d.end[1]:
+                    return Occurrence(d.name, d.start, d.end, True)
+            declared = {d.start for d in decls}
+            used = read_names(p) if self.bare else None
+            for name, start, end in _tokens(lines[line], self.bare):
+                if start <= pos[1] <= end and (line, start) not in declared and (used is None or name in used):
+                    return Occurrence(name, (line, start), (line, end), False)
             return None
-        for name, start, end in _tokens(self.reading.lines[line] if line < len(self.reading.lines) else "", self.bare):
+        for name, start, end in _tokens(lines[line] if line < len(lines) else "", self.bare):
             if start <= pos[1] <= end:
                 for o in self.occurrences_of(name):
                     if o.start == (line, start):
@@ -192,14 +218,20 @@ class Index:
         return [o for o in self.occurrences_of(d.name) if self.resolve(o) is d]
 
     def visible(self, pos: tuple) -> list[Decl]:
-        """The declarations a name written at `pos` could refer to, one per name."""
+        """The declarations a name written at `pos` could refer to, one per name (worked out
+        for this question, not kept)."""
         out = []
         for name in self.names():
-            for d in reversed(self.decls_of(name)):
+            found = self._decls.get(name) or self._find_decls(name)
+            for d in reversed(found):
                 if d.start < pos and d.scope[0] <= pos and pos[0] <= d.scope[1]:
                     out.append(d)
                     break
         return out
+
+
+def _pieces(found) -> tuple:
+    return found if type(found) is tuple else (found,)
 
 
 def _written(name: str, bare: bool) -> str:
@@ -214,67 +246,94 @@ def _tokens(line: str, bare: bool):
         yield (token if bare else var_name(token)), m.start(), m.end()
 
 
-def _piece_info(p, bare: bool, memo: dict) -> tuple:
-    """(declarations, occurrences) of an op piece, in lines counted from its first: worked out
-    once for each text the piece has (kept on it)."""
-    if getattr(p, "names", None) is not None:
-        return p.names
-    lines = p.text.split("\n")
-    base = p.line
-    decls, declared_at, used = [], set(), set()
+def _lines_writing(text: str, written: str):
+    """The lines (0-based, ascending, each once) on which `written` appears."""
+    line, at, last = 0, 0, -1
+    find, count = text.find, text.count
+    i = find(written)
+    while i >= 0:
+        line += count("\n", at, i)
+        at = i
+        if line != last:
+            yield line
+            last = line
+        i = find(written, i + 1)
 
-    def declare(v, what, scope_start, scope_end):
-        if v.loc is None:
-            return
-        start = (v.loc[0] - 1 - base, v.loc[1] - 1)
-        end = (start[0], start[1] + len(_written(v.name, bare)))
-        declared_at.add(start)
-        decls.append((v.name, start, end, v, what, scope_start, scope_end))
 
-    def block_end(block) -> int:
-        first = block.loc[0] - 1 - base
-        depth, opened = 0, False
-        for n in range(first, len(lines)):
-            marks = memo.get(lines[n]) or ((), False)
-            for _, c in marks[0]:
-                if c == "{":
-                    depth, opened = depth + 1, True
-                elif c == "}":
-                    depth -= 1
-            if opened and depth <= 0:
-                return n
-        return len(lines) - 1
+def _ops_of(p):
+    """The ops of a piece, with those of the blocks they own."""
+    stack = list(p.ops)
+    while stack:
+        op = stack.pop()
+        yield op
+        for b in op.blocks:
+            stack.extend(b.operations)
 
-    def visit_block(block):
-        if block.loc is None:
-            return
-        end = block_end(block)
-        where = f"the block at line {block.loc[0]}"
-        for v in block.inputs:
-            declare(v, f"input of {where}", (block.loc[0] - 1 - base, 0), end)
-        used.update(n for n in block.outputs if isinstance(n, str))
-        for op in block.operations:
-            visit_op(op, ((op.loc[0] - base, 0) if op.loc else (0, 0)), end)
 
-    def visit_op(op, scope_start, scope_end):
+def declared_names(p) -> set:
+    """The names an op piece declares (its ops' outputs, its blocks' inputs)."""
+    out = set()
+    for op in _ops_of(p):
+        out.update(v.name for v in op.outputs)
+        for b in op.blocks:
+            out.update(v.name for v in b.inputs)
+    return out
+
+
+def read_names(p) -> set:
+    """The names an op piece reads (its ops' inputs, its blocks' outputs)."""
+    out = set()
+    for op in _ops_of(p):
+        for bindings in op.inputs.values():
+            out.update(b for b in bindings if isinstance(b, str))
+        for b in op.blocks:
+            out.update(n for n in b.outputs if isinstance(n, str))
+    return out
+
+
+def _piece_decls(p, bare: bool, reading, top_end: int) -> list[Decl]:
+    """The declarations of an op piece, in places of the text; `top_end` is the last line of
+    the block the piece's op sits in. (A loop, not nested functions calling each other: those
+    would make a reference cycle holding the text's lines until the next collection.)"""
+    decls = []
+    # (op, where its outputs' scope starts, the last line of it)
+    todo = [(op, (p.end, 0), top_end) for op in reversed(p.ops)]
+    while todo:
+        op, scope_start, scope_end = todo.pop()
         what = f"`{op.type}` op" + (f" {quote(op.name)}" if op.name is not None else "")
         if op.loc:
             what += f", line {op.loc[0]}"
         for v in op.outputs:
-            declare(v, f"output of {what}", scope_start, scope_end)
-        for bindings in op.inputs.values():
-            used.update(b for b in bindings if isinstance(b, str))
-        for inner in op.blocks:
-            visit_block(inner)
+            _add_decl(decls, v, f"output of {what}", (scope_start, scope_end), bare)
+        inner = []
+        for block in op.blocks:
+            if block.loc is None:
+                continue
+            end = _block_end(reading, block.loc[0] - 1, p.end - 1)
+            for v in block.inputs:
+                _add_decl(decls, v, f"input of the block at line {block.loc[0]}", ((block.loc[0] - 1, 0), end), bare)
+            inner += [(o, (o.loc[0], 0) if o.loc else (p.start, 0), end) for o in block.operations]
+        todo += reversed(inner)
+    return decls
 
-    for op in p.ops:
-        visit_op(op, (len(lines), 0), None)
-    # model.mil's declarations are written `name =`, which is not a name's look elsewhere
-    occurrences = [(name, start, end, True) for name, start, end, *_ in decls]
-    for n, line in enumerate(lines):
-        for name, start, end in _tokens(line, bare):
-            if (n, start) not in declared_at and (not bare or name in used):
-                occurrences.append((name, (n, start), (n, end), False))
-    occurrences.sort(key=lambda o: o[1])
-    p.names = (decls, occurrences)
-    return p.names
+
+def _add_decl(decls: list, v, what: str, scope: tuple, bare: bool) -> None:
+    if v.loc is None:
+        return
+    start = (v.loc[0] - 1, v.loc[1] - 1)
+    decls.append(Decl(v.name, start, (start[0], start[1] + len(_written(v.name, bare))), v, what, scope))
+
+
+def _block_end(reading, first: int, last: int) -> int:
+    """The line on which the block opened on line `first` closes (`last` at the latest)."""
+    lines, memo = reading.lines, reading.memo
+    depth, opened = 0, False
+    for n in range(first, last + 1):
+        for _, c in marks_of(memo, lines[n])[0]:
+            if c == "{":
+                depth, opened = depth + 1, True
+            elif c == "}":
+                depth -= 1
+        if opened and depth <= 0:
+            return n
+    return last

@@ -7,7 +7,7 @@ model.mil's `program { func { ...`), except inside a model section. An op starts
 that depth outside brackets; a line there that opens a brace outside brackets is a block the
 op before it owns. Brackets are counted outside strings and comments, one line at a time
 (strings end on their line in both dialects), so a line's brackets are worked out once for each
-content it has.
+content it has (for the few that need it).
 
 A bracket left open does not swallow the rest of the text: a line that plainly starts an op
 (`%y: ... = op(` or model.mil's `tensor<...> y = op(`) at op depth ends the op before it, which
@@ -29,9 +29,10 @@ _OP_START = {
     "modelmil": re.compile(r'\s*(?:tensor|list|tuple|dict|state|string|bool|u?int\d+|fp\d+|bf16)\b[^=]*\b[A-Za-z_]\w*\s*=\s*[A-Za-z_]\w*\s*\('),
 }
 _MODEL = re.compile(r'\s*model\b')
+_BALANCED, _OPENS_BLOCK = ((), False), ((), True)
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class Piece:
     """Lines [start, end) of one op (with its blocks), 0-based; `unclosed` is (line, column,
     bracket) of a bracket it leaves open, or None."""
@@ -42,6 +43,7 @@ class Piece:
 
 class Layout:
     """The op pieces of a text, and the frame lines (all the others)."""
+    piece = Piece   # what a piece is made as (a subclass may carry more)
 
     def __init__(self, lines: list[str], dialect: str, memo: dict | None = None):
         self.dialect = dialect
@@ -68,18 +70,18 @@ class Layout:
         i = bisect_right(pieces, first, key=lambda p: p.start) - 1
         k = bisect_left(pieces, end_old, key=lambda p: p.start)
         if i < 0 or k >= len(pieces) or any(b[0] >= pieces[i].start for b in self.unclosed_braces):
-            return Layout(lines, self.dialect, self.memo)
+            return type(self)(lines, self.dialect, self.memo)
         start, stop_old = pieces[i].start, pieces[k].start
         lo, hi = bisect_left(self.frame, start), bisect_left(self.frame, stop_old)
         if any(_is_structure(old_lines[n]) for n in self.frame[lo:hi]):
-            return Layout(lines, self.dialect, self.memo)
-        out = Layout(None, self.dialect, self.memo)
+            return type(self)(lines, self.dialect, self.memo)
+        out = type(self)(None, self.dialect, self.memo)
         out.pieces = pieces[:i]
         out.frame = self.frame[:lo]
         ops_level = [(start, 0, False, False)] * OP_DEPTH
         braces, brackets, piece = out._scan(lines, start, stop_old + delta, list(ops_level))
         if braces != ops_level or any(_is_structure(lines[n]) for n in out.frame[lo:]):
-            return Layout(lines, self.dialect, self.memo)
+            return type(self)(lines, self.dialect, self.memo)
         if piece is not None and brackets:
             piece.unclosed = brackets[0]
         for p in pieces[k:]:
@@ -101,10 +103,7 @@ class Layout:
         piece = None
         for n in range(start, stop):
             line = lines[n]
-            found = memo.get(line)
-            if found is None:
-                found = memo[line] = _marks(line)
-            marks, opens_block = found
+            marks, opens_block = marks_of(memo, line)
             depth = len(braces)
             at_ops = depth == OP_DEPTH and not braces[0][2]
             stripped = line.lstrip()
@@ -117,7 +116,7 @@ class Layout:
             in_piece = continuing
             if not continuing and at_ops and stripped and not stripped.startswith(("#", "}")):
                 if piece is None or not opens_block or op_start.match(line):
-                    piece = Piece(n, n + 1)      # else a block of the op before
+                    piece = self.piece(n, n + 1)  # else a block of the op before
                     self.pieces.append(piece)
                 in_piece = True
             elif not continuing and not (at_ops and (not stripped or stripped.startswith("#"))):
@@ -154,6 +153,18 @@ class Layout:
         return i < len(self.frame) and self.frame[i] == line
 
 
+def marks_of(memo: dict, line: str) -> tuple:
+    """A line's brackets (see _marks), from `memo` when it has them. The memo keeps only the
+    lines that leave a bracket open or open a block (headers, the lines of a long op), so it
+    does not keep a second copy of the text; any other line has none."""
+    found = memo.get(line)
+    if found is None:
+        found = _marks(line)
+        if found is not _BALANCED:
+            memo[line] = found
+    return found
+
+
 def _is_structure(line: str) -> bool:
     """A frame line that is more than white space or a comment."""
     stripped = line.strip()
@@ -179,4 +190,6 @@ def _marks(line: str) -> tuple:
             kept.pop()
         else:
             kept.append((m.start(), c))
+    if not kept:   # most lines
+        return _OPENS_BLOCK if opens_block else _BALANCED
     return tuple(kept), opens_block

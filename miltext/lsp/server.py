@@ -10,6 +10,8 @@ Analysis counts code points.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import functools
 import gc
 from urllib.parse import unquote, urlparse
 
@@ -18,7 +20,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from .analysis import Analysis, CannotFormat
+from .analysis import Analysis, CannotFormat, warm_up
 from .transport import REFUSED, BoundedReader
 
 # The largest document the server reads (characters): a 10k-op model with its weights in a
@@ -66,6 +68,7 @@ class MilServer(LanguageServer):
             a = self.analyses.get(uri)
             if a is not None and not a.complete:
                 self.publish(uri, complete=True)
+                release_memory()
         except asyncio.CancelledError:
             pass
         finally:
@@ -116,9 +119,18 @@ class MilServer(LanguageServer):
 server = MilServer()
 
 
+@server.feature(lsp.INITIALIZED)
+def initialized(ls: MilServer, params: lsp.InitializedParams):
+    """Load what documents need now, while the editor is still starting, rather than on
+    the first one opened."""
+    warm_up()
+    release_memory()
+
+
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: MilServer, params: lsp.DidOpenTextDocumentParams):
     ls.publish(params.text_document.uri)
+    release_memory()
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
@@ -133,6 +145,7 @@ def did_close(ls: MilServer, params: lsp.DidCloseTextDocumentParams):
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
+    release_memory()
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -264,6 +277,22 @@ def refused(ls: MilServer, params):
     ls.window_show_message(lsp.ShowMessageParams(
         type=lsp.MessageType.Error,
         message=f"miltext: a message of {params.size:,} bytes was refused (the limit is {params.limit:,})"))
+
+
+def release_memory() -> None:
+    """Hand the memory that parsing or a whole check left free back to the system (glibc keeps
+    it otherwise): a few milliseconds, after the work that leaves much garbage."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):   # not glibc
+        return None
 
 
 def _path(uri: str) -> str | None:

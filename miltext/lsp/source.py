@@ -7,6 +7,7 @@ object model's `loc` is 1-based (`from_loc`).
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from itertools import accumulate
 
@@ -25,20 +26,47 @@ def from_loc(loc: tuple) -> tuple:
     return (loc[0] - 1, loc[1] - 1)
 
 
-class Source:
-    def __init__(self, text: str, lines: list[str] | None = None):
+class Lines:
+    """The lines of a text (split at \n only, as the parser counts them), each cut from the text
+    when asked: a list of them would be a second copy of the text, kept as long as it is open."""
+    __slots__ = ("text", "starts")
+
+    def __init__(self, text: str):
         self.text = text
-        self.lines = text.split("\n") if lines is None else lines  # the parser counts lines at \n only
-        self._line_starts = None
-        self._ends: dict = {}
+        self.starts = array("q", accumulate((len(line) + 1 for line in text.split("\n")[:-1]), initial=0))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, n):
+        if isinstance(n, slice):
+            return [self[i] for i in range(*n.indices(len(self.starts)))]
+        starts = self.starts
+        if n < 0:
+            n += len(starts)
+        if not 0 <= n < len(starts):
+            raise IndexError("line out of range")
+        return self.text[starts[n]:starts[n + 1] - 1 if n + 1 < len(starts) else len(self.text)]
+
+    def __iter__(self):
+        return iter(self.text.split("\n"))
+
+    def span(self, start: int, end: int) -> str:
+        """Lines [start, end) as one text."""
+        starts = self.starts
+        return self.text[starts[start]:starts[end] - 1 if end < len(starts) else len(self.text)]
+
+
+class Source:
+    def __init__(self, text: str, lines: Lines | None = None):
+        self.text = text
+        self.lines = Lines(text) if lines is None else lines
         self.layout = None   # a lsp.layout.Layout of the text, when there is one: where its frame braces close
 
     @property
-    def _starts(self) -> list[int]:
-        """The offset of each line, worked out when first needed."""
-        if self._line_starts is None:
-            self._line_starts = list(accumulate((len(line) + 1 for line in self.lines[:-1]), initial=0))
-        return self._line_starts
+    def _starts(self) -> array:
+        """The offset of each line."""
+        return self.lines.starts
 
     def line(self, n: int) -> str:
         return self.lines[n].rstrip("\r") if 0 <= n < len(self.lines) else ""
@@ -76,12 +104,6 @@ class Source:
     def braced_end(self, start: tuple, outputs: bool = False) -> tuple:
         """(closing brace, end) of the body that the first `{` outside brackets after `start`
         opens; with `outputs`, the end takes in the block's `-> (...)` after it."""
-        key = (start, outputs)
-        if key not in self._ends:
-            self._ends[key] = self._braced_end(start, outputs)
-        return self._ends[key]
-
-    def _braced_end(self, start: tuple, outputs: bool) -> tuple:
         layout, text = self.layout, self.text
         if layout is not None and layout.is_frame(start[0]):   # a function or block: no scan needed
             _, line, column = layout.span_from(start[0])
