@@ -91,7 +91,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         runs = {"dev": (textconv(sys.executable), ROOT)}   # the tree itself: cwd is on the path
         if not args.no_wheel:
-            runs["wheel"] = (textconv(wheel_install(tmp)), tmp)   # not ROOT: its miltext would shadow the wheel's
+            python = wheel_install(tmp)
+            runs["wheel"] = (textconv(python), tmp)   # not ROOT: its miltext would shadow the wheel's
+            runs["floor"] = ([python, "-c", "pass"], tmp)   # the interpreter alone, for scale
         runs["coremltools"] = (COREMLTOOLS, ROOT)
         times = {name: [] for name in runs}
         for command, cwd in runs.values():
@@ -101,15 +103,15 @@ def main() -> None:
                 times[name].append(wall(command, cwd))
         medians = {name: statistics.median(t) for name, t in times.items()}
         labels = {"dev": "miltext textconv (dev install)", "wheel": "miltext textconv (wheel install)",
-                  "coremltools": "python -c 'import coremltools'"}
+                  "floor": "python -c pass (wheel's venv)", "coremltools": "python -c 'import coremltools'"}
         for name, t in times.items():
             print(f"{labels[name]:34s} median {medians[name] * 1000:7.1f} ms  best {min(t) * 1000:7.1f} ms")
-        for name in runs:
-            if name != "coremltools":
+        for name in ("dev", "wheel"):
+            if name in runs:
                 print(f"ratio textconv ({name}) / import coremltools: {medians[name] / medians['coremltools']:.3f}"
                       " (target <= 0.1)")
         for name, (command, cwd) in runs.items():
-            if name != "coremltools":
+            if name in ("dev", "wheel"):
                 print(f"heavy modules textconv ({name}) imported: {', '.join(heavy_imports(command[0], cwd)) or 'none'}")
 
 
