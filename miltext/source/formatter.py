@@ -53,7 +53,8 @@ def source_text(model, notes: Trivia) -> str:
     from ..text.printer import print_program
     head = notes.head_lines()
     section = None if model.spec is None else notes.section.section_text(section_lines(model.spec))
-    program = "".join(line + "\n" for line in notes.section.program_lines()) + print_program(model.program, notes)
+    printed = print_program(model.program, notes)     # first: it takes the header's trailing comment
+    program = "".join(line + "\n" for line in notes.section.program_lines()) + printed
     body = program if section is None else section + ("\n" + program if program else "")
     tail = notes.tail_lines()
     if tail and not body:

@@ -74,8 +74,19 @@ class SectionNotes:
             out.append(text if trailing is None else text + "  " + trailing.text)
         return "\n".join(out) + "\n"
 
+    def header_trailing(self) -> str:
+        """The comment written after the `program(...)` header on its line, unless comments
+        after it would then come before it (written above the program)."""
+        c = self.trailing.get(("program",))
+        if c is None or any(other.start > c.start for other in self._left()):
+            return ""
+        del self.trailing[("program",)]
+        return "  " + c.text
+
+    def _left(self) -> list:
+        return [c for cs in self.leading.values() for c in cs] + list(self.trailing.values()) + self.program
+
     def program_lines(self) -> list:
         """The comments written between the section and the program: those before the program
         and the header, and any the printed section had no place for (no comment is lost)."""
-        left = [c for cs in self.leading.values() for c in cs] + list(self.trailing.values())
-        return [c.text for c in sorted(left + self.program, key=lambda c: c.start)]
+        return [c.text for c in sorted(self._left(), key=lambda c: c.start)]

@@ -227,6 +227,10 @@ class Trivia:
         self._lead(self.preamble, "", lines)
         return lines
 
+    def header_trailing(self) -> str:
+        """The comment written after the `program(...)` header, on its line."""
+        return self.section.header_trailing()
+
     def tail_lines(self) -> list:
         """The lines after the last function: its comments, a blank line where there was one."""
         out = []

@@ -42,6 +42,8 @@ def _program_text(program, notes=None) -> str:
     """One list of lines for the whole program, joined once: a big program's text is built
     twice at most (its lines, then the text), not once more per function and newline."""
     header = _header(program)
+    if header and notes is not None:
+        header += notes.header_trailing()
     lines = [header] if header else []
     for name in sorted(program.functions, key=lambda n: (n != "main", n)):
         if lines:
