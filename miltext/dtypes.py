@@ -6,19 +6,18 @@ One table serves every door: the text spells a dtype by `name`, the proto by `co
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .lazy import numpy as np
 
 
-@dataclass(frozen=True)
-class DType:
-    name: str      # text spelling: fp32, int4, ...
-    code: int      # CoreML.Specification.MILSpec.DataType
-    bits: int      # element width in bits (0: variable, string)
-    kind: str      # "float", "int", "uint", "bool", "string", "none"
-    storage: str   # the TensorValue field coremltools writes this dtype to
-    numpy_name: str | None  # numpy dtype of decoded elements (made on first use: see lazy)
+class DType(namedtuple("DType", "name code bits kind storage numpy_name")):
+    """A MIL dtype: its text spelling (fp32, int4, ...), its CoreML.Specification.MILSpec.DataType
+    code, its element width in bits (0: variable, string), its kind ("float", "int", "uint",
+    "bool", "string", "none"), the TensorValue field coremltools writes it to, and the numpy
+    dtype of decoded elements (made on first use: see lazy). A named tuple, not a dataclass:
+    git's textconv reads dtypes, and dataclasses (with inspect) is a tenth of its start-up."""
+    __slots__ = ()
 
     @property
     def numpy(self):

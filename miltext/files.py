@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from contextlib import contextmanager
 
@@ -26,6 +27,25 @@ OLD_PREFIX = ".miltext-old-"
 # What one file may hold before miltext refuses to read it whole (a model's text or its
 # protobuf; weight files are read a blob at a time and have no such limit).
 MAX_READ = 4 << 30
+
+
+class UnsafePathError(InputError):
+    """A path written in a model (a blob's file, the manifest's model path) that leads out of
+    the model's folder."""
+
+
+def join_inside(folder: str, relative: str, root: str | None = None) -> str | None:
+    """`folder`/`relative` (a path written with /), or None when it leads out of `root` (by
+    default `folder`): an absolute path, a `..`, or a link, anywhere on the way, to somewhere
+    else."""
+    parts = relative.replace("\\", "/").split("/")
+    if not relative or "\x00" in relative or relative.startswith(("/", "\\")) or os.path.isabs(relative) or ".." in parts \
+            or re.match(r"[A-Za-z]:", relative):
+        return None
+    path = os.path.join(folder, *[p for p in parts if p not in ("", ".")])
+    if not os.path.realpath(path).startswith(os.path.realpath(root or folder) + os.sep):
+        return None
+    return path
 
 
 def open_regular(path, what: str = "file"):

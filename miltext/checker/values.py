@@ -192,7 +192,8 @@ class _Values:
 def _outside_the_model(file_name: str, folder: str | None) -> str | None:
     """Why a blob's file is not one of the model's own (a name not under @model_path, a '..',
     an absolute path, a link out), or None: Core ML reads no file from elsewhere."""
-    from ..model.blobs import UnsafePathError, blob_path
+    from ..files import UnsafePathError
+    from ..model.blobs import blob_path
     try:
         blob_path(folder or os.getcwd(), file_name)
     except UnsafePathError as e:

@@ -9,13 +9,10 @@ from dataclasses import dataclass
 from ..ir import Blob, StateType, TensorType
 from ..text.blob_layout import values
 from ..errors import InputError
+from ..files import UnsafePathError, join_inside
 from .weights import WeightFileError, WeightReader
 
 MODEL_PATH = "@model_path/"
-
-
-class UnsafePathError(InputError):
-    """A blob file name that points outside the model folder."""
 
 
 @dataclass
@@ -41,20 +38,6 @@ def blob_path(folder: str, file_name: str) -> str:
     if path is None:
         raise UnsafePathError(f"blob file {file_name!r} leads out of the model folder; "
                               "weight files must stay inside it (no '..', no absolute path, no link out)")
-    return path
-
-
-def join_inside(folder: str, relative: str, root: str | None = None) -> str | None:
-    """`folder`/`relative` (a path written with /), or None when it leads out of `root` (by
-    default `folder`): an absolute path, a `..`, or a link, anywhere on the way, to somewhere
-    else."""
-    parts = relative.replace("\\", "/").split("/")
-    if not relative or "\x00" in relative or relative.startswith(("/", "\\")) or os.path.isabs(relative) or ".." in parts \
-            or re.match(r"[A-Za-z]:", relative):
-        return None
-    path = os.path.join(folder, *[p for p in parts if p not in ("", ".")])
-    if not os.path.realpath(path).startswith(os.path.realpath(root or folder) + os.sep):
-        return None
     return path
 
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 import json
 import os
 
-from ..files import atomic_folder, open_regular, read_regular
+from ..files import UnsafePathError, atomic_folder, join_inside, open_regular, read_regular
 from ..errors import InputError
 from .core import Model
-from .blobs import UnsafePathError, Weights, files_to_copy, join_inside
 from .mlmodel import model_to_bytes, read_mlmodel
 
 MANIFEST = "Manifest.json"
@@ -77,7 +76,8 @@ def read_package(path: str) -> Model:
 def write_package(model: Model, path: str, progress) -> None:
     """Write `model` as a package at `path`, with the weight files of `model.folder`, each blob
     checked against its type first."""
-    from . import weight_refs     # here: reading a package (git's textconv) needs neither
+    from . import weight_refs     # here: reading a package (git's textconv) needs none of them
+    from .blobs import Weights, files_to_copy
     from .weights import WeightWriter
     # npy(...) and safetensors(...) values: their tensors go after the blobs of weight.bin
     plan = weight_refs.plan(model.program, model.folder, model.folder and os.path.join(model.folder, DEFAULT_WEIGHTS))

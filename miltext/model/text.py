@@ -52,13 +52,14 @@ def file_text(path: str, weight_digests: bool | None = False, progress=None) -> 
     from .weights import describe, is_weight_file
     if is_weight_file(path):
         return describe(path)   # here: a weight file's text needs neither the object model nor protobuf
-    from .blobs import Weights, weights_present
     from .io import read_model
     model = read_model(path, progress)
-    if weight_digests is None:
-        weight_digests = weights_present(model.program, model.folder)
+    if weight_digests is not False:   # here: textconv shows no digests, nor loads what makes them
+        from .blobs import weights_present
+        weight_digests = weight_digests or weights_present(model.program, model.folder)
     if not weight_digests:
         return model_text(model)
+    from .blobs import Weights
     with Weights(model.folder, path) as weights:
         return model_text(model, weights)
 

@@ -2,29 +2,30 @@
 anything gives them a meaning (`miltext.model.section` turns them into a model description)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from types import SimpleNamespace   # not dataclasses: git's textconv prints sections, and
+                                   # dataclasses (with inspect) is a tenth of its start-up
 
 
-@dataclass
-class Call:
-    """`name(key=value, ...)`: a section's head, or a feature type written with its fields."""
-    name: str
-    args: dict = field(default_factory=dict)   # key -> Value, in the order written
-    loc: tuple | None = None
-    arg_locs: dict = field(default_factory=dict, repr=False)
+class Call(SimpleNamespace):
+    """`name(key=value, ...)`: a section's head, or a feature type written with its fields:
+    `args` key -> Value in the order written, `arg_locs` key -> where its key was."""
+
+    def __init__(self, name: str, args: dict | None = None, loc: tuple | None = None,
+                 arg_locs: dict | None = None):
+        super().__init__(name=name, args={} if args is None else args, loc=loc,
+                         arg_locs={} if arg_locs is None else arg_locs)
 
 
-@dataclass
-class Feature:
-    """`input %x: TYPE`: a feature of `kind` (input, output, state, trainingInput)."""
-    kind: str
-    name: str
-    type: object                               # a ValueType, or a Call
-    loc: tuple | None = None
+class Feature(SimpleNamespace):
+    """`input %x: TYPE`: a feature of `kind` (input, output, state, trainingInput); its type a
+    ValueType, or a Call."""
+
+    def __init__(self, kind: str, name: str, type: object, loc: tuple | None = None):
+        super().__init__(kind=kind, name=name, type=type, loc=loc)
 
 
-@dataclass
-class Section:
+class Section(SimpleNamespace):
     """`name(...)` or `name(...) { items }`; `body` is None when there are no braces."""
-    call: Call
-    body: list | None = None
+
+    def __init__(self, call: Call, body: list | None = None):
+        super().__init__(call=call, body=body)
