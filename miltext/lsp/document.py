@@ -214,7 +214,8 @@ class Reading:
         pieces = self.pieces
         bounds = [bisect_right(pieces, line, key=lambda p: p.start) for line in starts] + [len(pieces)]
         for (_, block), first, end in zip(blocks, bounds, bounds[1:]):
-            block.operations = [op for p in pieces[first:end] for op in p.ops]
+            block.operations = [op for p in pieces[first:end] for op in
+                                ((p._ops,) if type(p._ops) is not tuple else p._ops)]  # p.ops, quicker
         self.program = program
         self.errors = sorted(errors)
         spec = None
@@ -250,12 +251,36 @@ class Reading:
 def changed_lines(old, new) -> tuple[int, int, int]:
     """(first, end in old, end in new): the lines outside [first, end) are the same in both
     (lists of lines, or Lines)."""
+    if isinstance(old, Lines) and isinstance(new, Lines) and len(old) == len(new):
+        found = _one_line_longer_or_shorter(old, new)
+        if found is not None:
+            return found
     old, new = (lines.text.split("\n") if isinstance(lines, Lines) else lines for lines in (old, new))
     most = min(len(old), len(new))
     first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
     last = next((i for i, (a, b) in enumerate(zip(reversed(old), reversed(new))) if a != b or i >= most - first),
                 most - first)
     return first, len(old) - last, len(new) - last
+
+
+def _one_line_longer_or_shorter(old: Lines, new: Lines) -> tuple[int, int, int] | None:
+    """What changed_lines says when the texts differ in one line only, which is longer or
+    shorter than it was (typing): found from the line offsets and two comparisons of the texts
+    around that line, without cutting either text into lines. None otherwise."""
+    a, b = old.starts, new.starts
+    if a == b:
+        return None
+    lo, hi = 1, len(a)   # the first lo offsets are the same, the first hi are not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    line = lo - 1         # the line before the first moved one changed length
+    if old.text[:a[line]] != new.text[:b[line]] or old.text[a[lo]:] != new.text[b[lo]:]:
+        return None
+    return line, lo, lo
 
 
 def _shift(p: OpPiece, lines: int) -> None:

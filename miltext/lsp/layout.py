@@ -30,6 +30,8 @@ _OP_START = {
 }
 _MODEL = re.compile(r'\s*model\b')
 _BALANCED, _OPENS_BLOCK = ((), False), ((), True)
+# Strings (as _BRACKETS reads them) and whatever is not a bracket: what leaves only brackets.
+_NOT_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[^"(){}\[\]]+')
 
 
 @dataclass(slots=True, eq=False)
@@ -165,6 +167,23 @@ def marks_of(memo: dict, line: str) -> tuple:
     return found
 
 
+def _plainly_balanced(line: str) -> bool:
+    """Whether a line without comments or single quotes closes every ( and [ it opens, in order,
+    outside its strings, and has no brace: most op lines, told at C speed (a layout of a whole
+    text asks this of each line, since the memo keeps no balanced ones)."""
+    if "#" in line or "'" in line:
+        return False
+    brackets = _NOT_BRACKETS.sub("", line)
+    if "{" in brackets or "}" in brackets:
+        return False
+    while brackets:
+        fewer = brackets.replace("()", "").replace("[]", "")
+        if fewer == brackets:
+            return False
+        brackets = fewer
+    return True
+
+
 def _is_structure(line: str) -> bool:
     """A frame line that is more than white space or a comment."""
     stripped = line.strip()
@@ -175,6 +194,8 @@ def _marks(line: str) -> tuple:
     """The brackets of a line outside strings and comments that it leaves unmatched, as
     (column, bracket) (a balanced op line has none), and whether it opens a brace outside
     brackets (a block header)."""
+    if _plainly_balanced(line):
+        return _BALANCED
     kept, depth, opens_block = [], 0, False
     for m in _BRACKETS.finditer(line):
         c = m.group(1)

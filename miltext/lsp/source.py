@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, chain, count
+from operator import add
 
 VAR = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)')
 BARE_NAME = re.compile(r'(?<![\w."])[A-Za-z_][A-Za-z0-9_]*(?![\w"]|\s*(?:=(?!=)|[(<]))')
@@ -33,7 +34,9 @@ class Lines:
 
     def __init__(self, text: str):
         self.text = text
-        self.starts = array("q", accumulate((len(line) + 1 for line in text.split("\n")[:-1]), initial=0))
+        # offset of line n: the lengths of the lines before it, and their n line breaks
+        lengths = accumulate(map(len, text.split("\n")[:-1]))
+        self.starts = array("q", chain((0,), map(add, lengths, count(1))))
 
     def __len__(self) -> int:
         return len(self.starts)
