@@ -100,7 +100,7 @@ class Reading:
             made = self._made(window, before[i:k], previous_lines)
             if self.changed[2] != self.changed[1]:   # lines were added or taken out
                 for p in before[k:]:
-                    _shift(p, p.start - p.line)
+                    _settle(p)
             self.added = made
             return before[:i] + made + before[k:]
         self.replaced, self.added = before, None
@@ -121,13 +121,13 @@ class Reading:
         whole = self._whole_ops() if new > WHOLE_AFTER else None
         for piece in pieces:
             if id(piece) in was:   # kept: its ops are where they were, its place may have moved
-                _shift(piece, piece.start - piece.line)
+                _settle(piece)
                 continue
             text = texts[id(piece)]
             found = cached.get(text)
             if found:
                 piece.took(found.pop())
-                _shift(piece, piece.start - piece.line)
+                _settle(piece)
             elif whole is not None:
                 piece.ops = whole.get(piece.start, ())
             else:
@@ -180,7 +180,7 @@ class Reading:
             last = first + piece.end - piece.start   # 1-based, the op's last line
             piece.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
                             for line, column, message in (e.errors or [(e.line, e.column, e.message)])]
-        _shift(piece, piece.start - first)
+        _settle(piece)
 
     def _read_frame(self, previous: "Reading | None") -> bool:
         """Parse the frame (the text with its op lines blank); whether it parses."""
@@ -283,11 +283,12 @@ def _one_line_longer_or_shorter(old: Lines, new: Lines) -> tuple[int, int, int] 
     return line, lo, lo
 
 
-def _shift(p: OpPiece, lines: int) -> None:
-    """Move an op piece's places by `lines` lines."""
+def _settle(p: OpPiece) -> None:
+    """Move an op piece's places to where the piece now stands (from `line` to `start`)."""
+    lines = p.start - p.line
     if not lines:
         return
-    p.line += lines
+    p.line = p.start   # the same int: one per piece, not two
     if p.errors:
         p.errors = [(line + lines, column, message) for line, column, message in p.errors]
     moved: dict = {}   # an op and its output share one place: the moved one is shared too

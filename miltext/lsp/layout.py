@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 
 # A string, a comment, a bracket, or a run of anything else, on one line.
 _BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?|#.*|([(){}\[\]])|[^"\'#(){}\[\]]+')
@@ -34,13 +33,26 @@ _BALANCED, _OPENS_BLOCK = ((), False), ((), True)
 _NOT_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[^"(){}\[\]]+')
 
 
-@dataclass(slots=True, eq=False)
 class Piece:
     """Lines [start, end) of one op (with its blocks), 0-based; `unclosed` is (line, column,
-    bracket) of a bracket it leaves open, or None."""
-    start: int
-    end: int
-    unclosed: tuple | None = None
+    bracket) of a bracket it leaves open, or None. One for each op of the text, so it keeps its
+    length rather than its end: a small number, most often 1, which Python does not store
+    again for each piece."""
+    __slots__ = ("start", "lines", "unclosed")
+
+    def __init__(self, start: int, end: int, unclosed: tuple | None = None):
+        self.start, self.lines, self.unclosed = start, end - start, unclosed
+
+    @property
+    def end(self) -> int:
+        return self.start + self.lines
+
+    @end.setter
+    def end(self, end: int) -> None:
+        self.lines = end - self.start
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.start}, {self.end}, {self.unclosed!r})"
 
 
 class Layout:
@@ -87,7 +99,7 @@ class Layout:
         if piece is not None and brackets:
             piece.unclosed = brackets[0]
         for p in pieces[k:]:
-            p.start, p.end = p.start + delta, p.end + delta
+            p.start += delta
             if p.unclosed is not None:
                 p.unclosed = (p.unclosed[0] + delta, *p.unclosed[1:])
         out.kept = (i, len(out.pieces) - i, k)
