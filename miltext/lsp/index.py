@@ -48,7 +48,7 @@ class Index:
     def __init__(self, reading, previous: "Index | None" = None):
         self.reading = reading
         self.bare = reading.modelmil
-        self._piece_starts = array("q", (p.start for p in reading.pieces))
+        self._piece_starts = array("q", [p.start for p in reading.pieces])
         self._decls: dict = {}   # name -> [Decl], sorted, made when first asked
         self._occurrences: dict = {}
         if previous is not None and previous.bare == self.bare and previous.declaring is not None \
