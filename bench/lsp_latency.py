@@ -122,7 +122,8 @@ class Server:
         return 0
 
     def idle_rss(self) -> int:
-        """The memory once the server has settled (warmed up after `initialized`)."""
+        """The memory once the server has settled (warmed up after `initialized`, done with
+        the whole check after the typing stopped)."""
         last, now = -1, self.rss()
         for _ in range(100):
             if now == last:
@@ -219,8 +220,8 @@ def measure(command, env, cwd, path: Path, dialect: str, reps: int) -> dict:
         time.sleep(0.05)
     at, _ = s.diagnostics(version, count=len(word))
     out["burst_last"] = at - sent_last
-    time.sleep(1.0)  # whatever the server does when idle
-    after = s.rss()
+    time.sleep(1.0)  # the whole check the server runs once the typing stops
+    after = s.idle_rss()
     out["memory_idle_mb"] = before / 2**20
     out["memory_growth"] = (after - before) / len(text.encode())
     out["memory_total"] = after / len(text.encode())

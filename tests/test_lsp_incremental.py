@@ -87,3 +87,28 @@ def test_incremental_analysis_is_the_fresh_one(name):
             fresh = Analysis(text)
             assert summary(now, False) == summary(fresh, True), (name, walk, step, text)
             before = now
+
+
+def test_changed_lines_of_texts_is_that_of_their_lines():
+    """The lines an edit changed, worked out from two texts' line offsets (the quick way for
+    typing), are those a comparison line by line finds."""
+    from miltext.lsp.document import changed_lines
+    from miltext.lsp.source import Lines
+    rng = random.Random(17)
+    words = ["", "a", "ab", "ba", "%x", "}"]
+    for _ in range(3000):
+        old = [rng.choice(words) for _ in range(rng.randrange(1, 8))]
+        new = list(old)
+        i = rng.randrange(len(new))
+        kind = rng.randrange(4)
+        if kind == 0:
+            new[i] += rng.choice(["a", "b"])      # a line longer
+        elif kind == 1:
+            new[i] = new[i][:-1]                  # shorter
+        elif kind == 2:
+            new[i] = rng.choice(words)            # another line, maybe as long
+        else:
+            new = [rng.choice(words) for _ in range(len(old))]
+        a, b = "\n".join(old), "\n".join(new)
+        assert list(Lines(a)) == old and [Lines(a)[n] for n in range(len(old))] == old
+        assert changed_lines(Lines(a), Lines(b)) == changed_lines(old, new), (old, new)

@@ -197,13 +197,14 @@ class Analysis:
             raise CannotFormat(str(e)) from None
 
 
-# One small text in each dialect, with an op whose output type is left to inference.
+# One small text in each dialect, with an op whose output type is left to inference, and the
+# places of a var and of an op type in it.
 _WARM_UP = (
-    'main[CoreML7](%x: (1, 4, fp32)) {\n  block0() {\n    %y: (1, 4, fp32) = relu(x=%x, name="y")\n'
-    '    %z = relu(x=%y, name="z")\n  } -> (%z)\n}\n',
-    'program(1.0)\n{\n    func main<ios17>(tensor<fp32, [1, 4]> x) {\n'
-    '            tensor<fp32, [1, 4]> y = relu(x = x)[name = tensor<string, []>("y")];\n'
-    '        } -> (y);\n}\n',
+    ('main[CoreML7](%x: (1, 4, fp32)) {\n  block0() {\n    %y: (1, 4, fp32) = relu(x=%x, name="y")\n'
+     '    %z = relu(x=%y, name="z")\n  } -> (%z)\n}\n', (3, 5), (3, 11)),
+    ('program(1.0)\n{\n    func main<ios17>(tensor<fp32, [1, 4]> x) {\n'
+     '            tensor<fp32, [1, 4]> y = relu(x = x)[name = tensor<string, []>("y")];\n'
+     '        } -> (y);\n}\n', (3, 33), (3, 38)),
 )
 
 
@@ -213,11 +214,14 @@ def warm_up() -> None:
     itself, in time and in memory."""
     from ..model import blobs  # noqa: F401 (blob offsets, checked when weights/ is beside the text)
     from .completion import complete
-    for text in _WARM_UP:
+    for text, a_var, an_op in _WARM_UP:
         a = Analysis(text)
         a.findings(complete=True)
-        a.hover((3, 6)), a.hover((2, 30)), a.outline
-        complete(a, (3, 8))
+        a.hover(a_var)
+        a.hover_op(an_op)
+        a.references(a_var)
+        complete(a, an_op)
+        a.outline
         try:
             a.formatted()
         except CannotFormat:

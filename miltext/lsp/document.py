@@ -100,7 +100,7 @@ class Reading:
             made = self._made(window, before[i:k], previous_lines)
             if self.changed[2] != self.changed[1]:   # lines were added or taken out
                 for p in before[k:]:
-                    _shift(p, p.start - p.line)
+                    _settle(p)
             self.added = made
             return before[:i] + made + before[k:]
         self.replaced, self.added = before, None
@@ -121,13 +121,13 @@ class Reading:
         whole = self._whole_ops() if new > WHOLE_AFTER else None
         for piece in pieces:
             if id(piece) in was:   # kept: its ops are where they were, its place may have moved
-                _shift(piece, piece.start - piece.line)
+                _settle(piece)
                 continue
             text = texts[id(piece)]
             found = cached.get(text)
             if found:
                 piece.took(found.pop())
-                _shift(piece, piece.start - piece.line)
+                _settle(piece)
             elif whole is not None:
                 piece.ops = whole.get(piece.start, ())
             else:
@@ -180,7 +180,7 @@ class Reading:
             last = first + piece.end - piece.start   # 1-based, the op's last line
             piece.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
                             for line, column, message in (e.errors or [(e.line, e.column, e.message)])]
-        _shift(piece, piece.start - first)
+        _settle(piece)
 
     def _read_frame(self, previous: "Reading | None") -> bool:
         """Parse the frame (the text with its op lines blank); whether it parses."""
@@ -214,7 +214,8 @@ class Reading:
         pieces = self.pieces
         bounds = [bisect_right(pieces, line, key=lambda p: p.start) for line in starts] + [len(pieces)]
         for (_, block), first, end in zip(blocks, bounds, bounds[1:]):
-            block.operations = [op for p in pieces[first:end] for op in p.ops]
+            block.operations = [op for p in pieces[first:end] for op in
+                                ((p._ops,) if type(p._ops) is not tuple else p._ops)]  # p.ops, quicker
         self.program = program
         self.errors = sorted(errors)
         spec = None
@@ -250,6 +251,10 @@ class Reading:
 def changed_lines(old, new) -> tuple[int, int, int]:
     """(first, end in old, end in new): the lines outside [first, end) are the same in both
     (lists of lines, or Lines)."""
+    if isinstance(old, Lines) and isinstance(new, Lines) and len(old) == len(new):
+        found = _one_line_longer_or_shorter(old, new)
+        if found is not None:
+            return found
     old, new = (lines.text.split("\n") if isinstance(lines, Lines) else lines for lines in (old, new))
     most = min(len(old), len(new))
     first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), most)
@@ -258,11 +263,32 @@ def changed_lines(old, new) -> tuple[int, int, int]:
     return first, len(old) - last, len(new) - last
 
 
-def _shift(p: OpPiece, lines: int) -> None:
-    """Move an op piece's places by `lines` lines."""
+def _one_line_longer_or_shorter(old: Lines, new: Lines) -> tuple[int, int, int] | None:
+    """What changed_lines says when the texts differ in one line only, which is longer or
+    shorter than it was (typing): found from the line offsets and two comparisons of the texts
+    around that line, without cutting either text into lines. None otherwise."""
+    a, b = old.starts, new.starts
+    if a == b:
+        return None
+    lo, hi = 1, len(a)   # the first lo offsets are the same, the first hi are not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    line = lo - 1         # the line before the first moved one changed length
+    if old.text[:a[line]] != new.text[:b[line]] or old.text[a[lo]:] != new.text[b[lo]:]:
+        return None
+    return line, lo, lo
+
+
+def _settle(p: OpPiece) -> None:
+    """Move an op piece's places to where the piece now stands (from `line` to `start`)."""
+    lines = p.start - p.line
     if not lines:
         return
-    p.line += lines
+    p.line = p.start   # the same int: one per piece, not two
     if p.errors:
         p.errors = [(line + lines, column, message) for line, column, message in p.errors]
     moved: dict = {}   # an op and its output share one place: the moved one is shared too

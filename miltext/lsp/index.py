@@ -48,21 +48,16 @@ class Index:
     def __init__(self, reading, previous: "Index | None" = None):
         self.reading = reading
         self.bare = reading.modelmil
-        self._piece_starts = array("q", (p.start for p in reading.pieces))
+        self._piece_starts = array("q", [p.start for p in reading.pieces])
         self._decls: dict = {}   # name -> [Decl], sorted, made when first asked
         self._occurrences: dict = {}
-        if previous is not None and previous.bare == self.bare and previous.declaring is not None:
+        if previous is not None and previous.bare == self.bare and previous.declaring is not None \
+                and reading.added is not None:   # the reading replaced a few pieces only
             self.declaring = previous.declaring
             previous.declaring = None   # handed on
-            if reading.added is not None:
-                gone, new = reading.replaced, reading.added
-            else:
-                now, was = {id(p) for p in reading.pieces}, {id(p) for p in previous.reading.pieces}
-                gone = [p for p in previous.reading.pieces if id(p) not in now]
-                new = [p for p in reading.pieces if id(p) not in was]
-            for p in gone:
+            for p in reading.replaced:
                 self._forget(p)
-            for p in new:
+            for p in reading.added:
                 self._learn(p)
         else:
             # name -> the op piece declaring it, or a tuple of them when there are several

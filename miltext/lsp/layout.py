@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 
 # A string, a comment, a bracket, or a run of anything else, on one line.
 _BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?|#.*|([(){}\[\]])|[^"\'#(){}\[\]]+')
@@ -30,15 +29,30 @@ _OP_START = {
 }
 _MODEL = re.compile(r'\s*model\b')
 _BALANCED, _OPENS_BLOCK = ((), False), ((), True)
+# Strings (as _BRACKETS reads them) and whatever is not a bracket: what leaves only brackets.
+_NOT_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[^"(){}\[\]]+')
 
 
-@dataclass(slots=True, eq=False)
 class Piece:
     """Lines [start, end) of one op (with its blocks), 0-based; `unclosed` is (line, column,
-    bracket) of a bracket it leaves open, or None."""
-    start: int
-    end: int
-    unclosed: tuple | None = None
+    bracket) of a bracket it leaves open, or None. One for each op of the text, so it keeps its
+    length rather than its end: a small number, most often 1, which Python does not store
+    again for each piece."""
+    __slots__ = ("start", "lines", "unclosed")
+
+    def __init__(self, start: int, end: int, unclosed: tuple | None = None):
+        self.start, self.lines, self.unclosed = start, end - start, unclosed
+
+    @property
+    def end(self) -> int:
+        return self.start + self.lines
+
+    @end.setter
+    def end(self, end: int) -> None:
+        self.lines = end - self.start
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.start}, {self.end}, {self.unclosed!r})"
 
 
 class Layout:
@@ -85,7 +99,7 @@ class Layout:
         if piece is not None and brackets:
             piece.unclosed = brackets[0]
         for p in pieces[k:]:
-            p.start, p.end = p.start + delta, p.end + delta
+            p.start += delta
             if p.unclosed is not None:
                 p.unclosed = (p.unclosed[0] + delta, *p.unclosed[1:])
         out.kept = (i, len(out.pieces) - i, k)
@@ -165,6 +179,23 @@ def marks_of(memo: dict, line: str) -> tuple:
     return found
 
 
+def _plainly_balanced(line: str) -> bool:
+    """Whether a line without comments or single quotes closes every ( and [ it opens, in order,
+    outside its strings, and has no brace: most op lines, told at C speed (a layout of a whole
+    text asks this of each line, since the memo keeps no balanced ones)."""
+    if "#" in line or "'" in line:
+        return False
+    brackets = _NOT_BRACKETS.sub("", line)
+    if "{" in brackets or "}" in brackets:
+        return False
+    while brackets:
+        fewer = brackets.replace("()", "").replace("[]", "")
+        if fewer == brackets:
+            return False
+        brackets = fewer
+    return True
+
+
 def _is_structure(line: str) -> bool:
     """A frame line that is more than white space or a comment."""
     stripped = line.strip()
@@ -175,6 +206,8 @@ def _marks(line: str) -> tuple:
     """The brackets of a line outside strings and comments that it leaves unmatched, as
     (column, bracket) (a balanced op line has none), and whether it opens a brace outside
     brackets (a block header)."""
+    if _plainly_balanced(line):
+        return _BALANCED
     kept, depth, opens_block = [], 0, False
     for m in _BRACKETS.finditer(line):
         c = m.group(1)

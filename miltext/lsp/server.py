@@ -282,17 +282,30 @@ def refused(ls: MilServer, params):
 def release_memory() -> None:
     """Hand the memory that parsing or a whole check left free back to the system (glibc keeps
     it otherwise): a few milliseconds, after the work that leaves much garbage."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def keep_big_blocks_apart() -> None:
+    """Have glibc give each big block (a document's text: every edit makes a new one) pages of
+    its own, returned when it is freed. Left to itself, glibc raises this threshold past the
+    size of the first such block freed, and the texts after it stay in the heap, a few MB."""
+    libc = _glibc()
+    if libc is not None:
+        libc.mallopt(M_MMAP_THRESHOLD, 128 << 10)
+
+
+M_MMAP_THRESHOLD = -3   # glibc's mallopt parameter
 
 
 @functools.cache
-def _malloc_trim():
+def _glibc():
     try:
-        return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):   # not glibc
+        libc = ctypes.CDLL(None)
+    except OSError:
         return None
+    return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
 
 
 def _path(uri: str) -> str | None:
@@ -306,4 +319,5 @@ def serve() -> None:
     # them to the oldest generation): young collections are made rarer, so that an edit's few
     # thousand new objects seldom set one off.
     gc.set_threshold(100_000, 50, 100)
+    keep_big_blocks_apart()
     server.start_io(BoundedReader())

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from itertools import accumulate
+
+import numpy as np
 
 VAR = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)')
 BARE_NAME = re.compile(r'(?<![\w."])[A-Za-z_][A-Za-z0-9_]*(?![\w"]|\s*(?:=(?!=)|[(<]))')
@@ -33,7 +34,13 @@ class Lines:
 
     def __init__(self, text: str):
         self.text = text
-        self.starts = array("q", accumulate((len(line) + 1 for line in text.split("\n")[:-1]), initial=0))
+        # offset of line n: the lengths of the lines before it, and their n line breaks (numpy
+        # adds them up: this is done for each edit)
+        parts = text.split("\n")
+        offsets = np.zeros(len(parts), np.int64)
+        np.cumsum(np.fromiter(map(len, parts[:-1]), np.int64, len(parts) - 1) + 1, out=offsets[1:])
+        self.starts = array("q")
+        self.starts.frombytes(offsets.tobytes())
 
     def __len__(self) -> int:
         return len(self.starts)
