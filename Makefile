@@ -12,7 +12,7 @@ VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
 .PHONY: demo test test-slow bench conformance clean have-vim have-nvim fuzz sanitize vsix
 
-$(STAMP): pyproject.toml miltext/text/_fastprint.c miltext/proto/_fastencode.c
+$(STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments,weights]'
@@ -99,11 +99,11 @@ sanitize: $(STAMP)
 	find $(ASAN_DIR) -name '*.so' -delete
 	suffix=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"); \
 	include=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['include'])"); \
-	for ext in text/_fastprint proto/_fastencode; do \
+	for ext in text/mil/_fastprint proto/_fastencode; do \
 		$${CC:-gcc} -shared -fPIC $(SANITIZE) -I$$include miltext/$$ext.c -o $(ASAN_DIR)/miltext/$$ext$$suffix || exit 1; \
 	done
 	export LD_PRELOAD=$$($${CC:-gcc} -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$(CURDIR)/$(ASAN_DIR); \
-	$(BIN)/python -P -c "import miltext.text._fastprint as p, miltext.proto._fastencode as e; \
+	$(BIN)/python -P -c "import miltext.text.mil._fastprint as p, miltext.proto._fastencode as e; \
 		assert '$(ASAN_DIR)' in p.__file__ and '$(ASAN_DIR)' in e.__file__, 'not the sanitized build'" && \
 	$(BIN)/pytest -q -p no:cacheprovider tests/test_fastprint.py tests/test_fastencode.py && \
 	$(BIN)/python fuzz/run.py --seconds 10 proto_to_text from_proto

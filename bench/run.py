@@ -151,7 +151,7 @@ def bench_program(pb: bytes, reps: int, with_coremltools: bool, weights_dir: str
 
 
 def native_printer_built() -> bool:
-    from miltext.text import fastprint
+    from miltext.text.mil import fastprint
     return fastprint.available()
 
 
@@ -168,7 +168,7 @@ def native_encoder_used(program) -> bool:
 
 def native_printer_used(pb: bytes) -> bool:
     """Whether proto->text took the native printer (built, enabled and able to print this)."""
-    from miltext.text import fastprint
+    from miltext.text.mil import fastprint
     return fastprint.program_text(pb) is not None
 
 

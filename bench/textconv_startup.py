@@ -33,7 +33,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "tests", "review", "mlp6.mlpackage", "Data", "com.apple.CoreML", "model.mlmodel")
 COREMLTOOLS = [sys.executable, "-c", "import coremltools"]
-HEAVY = ("numpy", "lark", "miltext.text.parser", "coremltools", "google.protobuf.descriptor_pb2",
+HEAVY = ("numpy", "lark", "miltext.text.mil.parser", "coremltools", "google.protobuf.descriptor_pb2",
          "google.protobuf.descriptor_pool", "argparse")
 
 

@@ -32,7 +32,7 @@ def __dir__() -> list:
 def loads(text: str, filename: str | None = None) -> "Program":
     """Parse MIL text (miltext's canonical form, coremltools' print, or the model.mil text of
     Apple's compiler, each known by its look) into a Program."""
-    from .text.parser import parse
+    from .text.mil.parser import parse
     return parse(text, filename)
 
 
@@ -56,8 +56,8 @@ def dumps(program: "Program", dialect: str = "mil") -> str:
 def proto_to_text(data) -> str:
     """The canonical text of a serialized MIL Program (bytes, or a MIL Program message): what
     dumps(Program.from_proto(data)) gives, straight from the bytes, without building the object
-    model, when the optional native printer is built (see miltext.text.fastprint)."""
-    from .text.fastprint import proto_text
+    model, when the optional native printer is built (see miltext.text.mil.fastprint)."""
+    from .text.mil.fastprint import proto_text
     if not isinstance(data, (bytes, bytearray, memoryview)):
         data = data.SerializeToString()
     try:

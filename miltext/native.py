@@ -1,7 +1,7 @@
 """The native fast paths, and the switch that turns them off.
 
 Two optional C extensions do the whole-program conversions without Python-level work per
-field: miltext.text.fastprint (serialized Program -> canonical text) and
+field: miltext.text.mil.fastprint (serialized Program -> canonical text) and
 miltext.ir.fastencode (object model -> serialized Program). pip builds them when a C
 compiler is there. Each gives up on anything it does not do exactly as the Python code does,
 which then runs instead. With MILTEXT_PURE_PYTHON=1 in the environment, neither is used.

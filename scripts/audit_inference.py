@@ -34,7 +34,7 @@ from miltext.infer import coremltools_rules, engine  # noqa: E402
 from miltext.infer.complete import blocks  # noqa: E402
 from miltext.infer.errors import InferenceError, Unsupported  # noqa: E402
 from miltext.infer.symbols import concrete  # noqa: E402
-from miltext.text.printer import type_text  # noqa: E402
+from miltext.text.mil.printer import type_text  # noqa: E402
 
 
 def _text(types) -> str:

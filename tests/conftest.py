@@ -38,7 +38,7 @@ def corpus_manifest():
 # ---- the native fast paths (miltext.native) ----------------------------------------------------
 
 def require_native(module: str):
-    """The native extension `module` (e.g. "miltext.text._fastprint"). `make test` builds it
+    """The native extension `module` (e.g. "miltext.text.mil._fastprint"). `make test` builds it
     (pip install -e .); a missing build fails the test module instead of skipping it."""
     import importlib
     try:

@@ -13,7 +13,7 @@ from conftest import HERE, case_id, corpus_files
 import miltext
 from miltext.infer import infer
 from miltext.infer.complete import blocks
-from miltext.text.printer import type_text
+from miltext.text.mil.printer import type_text
 
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 import infer_coverage

@@ -434,7 +434,7 @@ def test_environment_variable_disables_it(monkeypatch):
 
 def test_the_printer_shares_the_switch(monkeypatch):
     from miltext import native
-    from miltext.text import fastprint
+    from miltext.text.mil import fastprint
     monkeypatch.setenv("MILTEXT_PURE_PYTHON", "1")
     assert native.pure_python() and not fastprint.available() and not fastencode.available()
     monkeypatch.setenv("MILTEXT_PURE_PYTHON", "0")

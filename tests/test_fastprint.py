@@ -1,4 +1,4 @@
-"""The C fast path (miltext.text._fastprint): serialized Program → text, byte-identical to the
+"""The C fast path (miltext.text.mil._fastprint): serialized Program → text, byte-identical to the
 Python printer whenever it answers, None otherwise, and never a crash on any input."""
 import glob
 import os
@@ -14,10 +14,11 @@ from strategies import SETTINGS, programs, value_strategy
 import miltext
 from miltext import dtypes, packing
 from miltext.ir import Block, Function, Operation, Program, TensorType, Value, Var
-from miltext.text import fastprint, lexemes
-from miltext.text.printer import print_program
+from miltext.text.mil import fastprint
+from miltext.text import lexemes
+from miltext.text.mil.printer import print_program
 
-_fastprint = require_native("miltext.text._fastprint")
+_fastprint = require_native("miltext.text.mil._fastprint")
 pytestmark = pytest.mark.usefixtures("native_enabled")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

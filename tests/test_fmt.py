@@ -13,7 +13,7 @@ import miltext
 from miltext.model.text import parse_model
 from miltext.source.formatter import UnsafeFormat, comment_texts, format_source
 from miltext.source.scan import Scan
-from miltext.text.parser import looks_like_coremltools_print
+from miltext.text.mil.parser import looks_like_coremltools_print
 
 from conftest import case_id, print_cases, proto_cases
 
@@ -146,7 +146,7 @@ def _token_ends(text: str) -> list[int]:
     after a string: a raw string ends at the quote that a comma or bracket follows, so a comment
     there would change where it ends (`"say "hi""  # note` is not the string `say "hi"`)."""
     from lark import Lark
-    from miltext.text.parser import _COREMLTOOLS_PRINT, _RAW_OVERRIDES, grammar_text
+    from miltext.text.mil.parser import _COREMLTOOLS_PRINT, _RAW_OVERRIDES, grammar_text
     raw = looks_like_coremltools_print(text)
     if raw not in _LEXERS:
 

@@ -164,7 +164,7 @@ def test_readable_type_of_a_plain_array():
     f = schema.FeatureDescription(name="x")
     f.type.multiArrayType.shape.extend([1, 2])
     f.type.multiArrayType.dataType = 65568
-    assert miltext.text.printer.type_text(readable_type(f)) == "(1, 2, fp32)"
+    assert miltext.text.mil.printer.type_text(readable_type(f)) == "(1, 2, fp32)"
 
 
 def test_long_calls_put_one_field_per_line():

@@ -24,9 +24,9 @@ from conftest import CORPUS, case_id, corpus_files, proto_cases
 from miltext.ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, ListData,
                         ListType, TensorData, TensorType, TupleData, TupleType, UnknownType, Value)
 from miltext.text import lexemes
-from miltext.text.modelmil_parser import parse_fragment
-from miltext.text.modelmil_printer import operation_text, print_modelmil, value_text
-from miltext.text.modelmil_words import looks_like_modelmil, text_version
+from miltext.text.modelmil.parser import parse_fragment
+from miltext.text.modelmil.printer import operation_text, print_modelmil, value_text
+from miltext.text.modelmil.words import looks_like_modelmil, text_version
 
 COMPILED = corpus_files("modelmil", ".mil") + corpus_files("wild", ".mil")
 FRAGMENTS = os.path.join(CORPUS, "modelmil", "07_ios18_vs_ios16_fragments.txt")

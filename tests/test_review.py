@@ -176,10 +176,10 @@ def test_lazy_tables_answer_for_keys_not_yet_made():
 def test_textconv_imports_neither_numpy_nor_the_parser(tmp_path, native_enabled):
     import subprocess
     import sys
-    require_native("miltext.text._fastprint")   # the native printer is what spares them
+    require_native("miltext.text.mil._fastprint")   # the native printer is what spares them
     probe = ("import sys, io\nfrom miltext.cli import main\nout = sys.stdout = io.StringIO()\n"
              "main(['textconv', sys.argv[1]])\nsys.stdout = sys.__stdout__\n"
-             "print(len(out.getvalue()), *sorted(m for m in ('numpy', 'lark', 'miltext.text.parser') if m in sys.modules))")
+             "print(len(out.getvalue()), *sorted(m for m in ('numpy', 'lark', 'miltext.text.mil.parser') if m in sys.modules))")
     mlmodel = os.path.join(MLP6, "Data", "com.apple.CoreML", "model.mlmodel")
     program = os.path.join(HERE, "corpus", "coremltools", "torch_mlp.pb")
     weights = os.path.join(MLP6, "Data", "com.apple.CoreML", "weights", "weight.bin")

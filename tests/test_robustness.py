@@ -23,7 +23,7 @@ import pytest
 import miltext
 from conftest import CORPUS, proto_cases
 from miltext.ir import TensorData, Value
-from miltext.text.parser import MAX_BLOCK_DEPTH
+from miltext.text.mil.parser import MAX_BLOCK_DEPTH
 
 SEED = 1234
 MUTATIONS = 10_000

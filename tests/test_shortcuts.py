@@ -36,7 +36,7 @@ def proto_bytes(program):
 def test_dodging_really_avoids_the_shortcuts():
     text = ('main[CoreML7](%x: (2, fp32)) {\n  block0() {\n'
             '    %y: (2, fp32) = add(x=%x, y=[1.0, 2.0], name="y")\n  } -> (%y)\n}\n')
-    from miltext.text.parser import _parser
+    from miltext.text.mil.parser import _parser
     lark = _parser(False).lark
     assert "SIMPLE_OPS" in {t.type for t in lark.lex(text)}
     dodged = {t.type for t in lark.lex(dodge_shortcuts(text))}
@@ -67,7 +67,7 @@ def test_random_programs_read_the_same_without_shortcuts(program):
 def test_the_lines_converted_models_are_made_of_take_the_shortcut(argument):
     text = ('main[CoreML7](%x: (2, fp16)) {\n  block0() {\n'
             f'    %y: (2, fp16) = f(x=%x, {argument}, name="y")\n  }} -> (%y)\n}}\n')
-    from miltext.text.parser import _parser
+    from miltext.text.mil.parser import _parser
     assert "SIMPLE_OPS" in {t.type for t in _parser(False).lark.lex(text)}
     assert proto_bytes(miltext.loads(text)) == proto_bytes(miltext.loads(dodge_shortcuts(text)))
 

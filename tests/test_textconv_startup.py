@@ -14,7 +14,7 @@ WEIGHTS = os.path.join(PACKAGE, "Data", "com.apple.CoreML", "weights", "weight.b
 
 # What textconv of a model needs none of: the arrays, the parser, coremltools, protobuf's Python
 # descriptor layer (miltext.proto.schema builds its pool in upb), the command-line parser.
-NOT_IMPORTED = ("numpy", "lark", "miltext.text.parser", "coremltools", "torch",
+NOT_IMPORTED = ("numpy", "lark", "miltext.text.mil.parser", "coremltools", "torch",
                 "google.protobuf.descriptor_pb2", "google.protobuf.descriptor_pool",
                 "google.protobuf.message_factory", "google.protobuf.text_format", "argparse")
 
@@ -41,7 +41,7 @@ def textconv_modules(path: str) -> tuple:
 def test_textconv_of_a_model_imports_nothing_heavy():
     text, modules = textconv_modules(MODEL)
     assert text.startswith("model(specificationVersion=") and "= linear(" in text
-    assert "miltext.text._fastprint" in modules or os.environ.get("MILTEXT_PURE_PYTHON") == "1"
+    assert "miltext.text.mil._fastprint" in modules or os.environ.get("MILTEXT_PURE_PYTHON") == "1"
     assert sorted(modules.intersection(NOT_IMPORTED)) == []
 
 

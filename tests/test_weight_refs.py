@@ -242,7 +242,7 @@ def test_offsets_are_written_exactly_where_the_layout_departs():
     assert written == ["blob", "blob", "blob(64)", "blob", 'blob("@model_path/weights/other.bin")',
                        "blob(1024)", "blob", "blob(1280)", "blob", "blob"]
     assert miltext.loads(text).to_bytes() == program.to_bytes()
-    from miltext.text import fastprint
+    from miltext.text.mil import fastprint
     if fastprint.available():
         assert fastprint.program_text(program.to_bytes()) == text
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir import DictType, ListType, StateType, TensorType, TupleType, UnknownType
-from ..text.printer import type_text
+from ..text.mil.printer import type_text
 
 
 def compatible(a, b) -> bool:

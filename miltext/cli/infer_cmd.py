@@ -34,8 +34,8 @@ def run(args) -> int:
 def _trivia(model):
     """The comments and layout of the text the model was read from, when it is miltext's text."""
     from ..source.trivia import Trivia
-    from ..text.modelmil_words import looks_like_modelmil
-    from ..text.parser import looks_like_coremltools_print
+    from ..text.modelmil.words import looks_like_modelmil
+    from ..text.mil.parser import looks_like_coremltools_print
     text = model.text  # None for a model read from a binary file
     if text is None or looks_like_modelmil(text):
         return None

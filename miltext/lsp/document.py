@@ -14,8 +14,8 @@ from bisect import bisect_right
 from ..errors import ParseError
 from ..model import Model
 from ..model.section import SectionError, spec_from_section
-from ..text.modelmil_words import looks_like_modelmil
-from ..text.parser import looks_like_coremltools_print, parse
+from ..text.modelmil.words import looks_like_modelmil
+from ..text.mil.parser import looks_like_coremltools_print, parse
 from .layout import Layout, Piece
 from .source import Lines
 
@@ -171,7 +171,7 @@ class Reading:
         piece.line = first
         try:
             if self.modelmil:
-                from ..text.modelmil_parser import parse_fragment
+                from ..text.modelmil.parser import parse_fragment
                 piece.ops = (parse_fragment(text, "operation"),)
             else:
                 program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL)

@@ -7,8 +7,9 @@ from dataclasses import replace
 from ..infer import InferenceError, infer
 from ..ir import Block, Function, Program, Var
 from ..ir.types import UnknownType
-from ..text import modelmil_printer, printer
-from ..text.modelmil_words import text_version
+from ..text.modelmil import printer as modelmil_printer
+from ..text.mil import printer
+from ..text.modelmil.words import text_version
 
 # Inference stops at an op it cannot type; it is given up on and the walk goes on, this often.
 MOST_FAILURES = 50

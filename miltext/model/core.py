@@ -44,11 +44,11 @@ class Model:
         """The program's canonical text; straight from the serialized program when it was
         never decoded (see miltext.proto_to_text)."""
         if self._program is None and self._program_proto is not None:
-            from ..text.fastprint import program_text
+            from ..text.mil.fastprint import program_text
             text = program_text(self._program_proto)
             if text is not None:
                 return text
-        from ..text.printer import print_program
+        from ..text.mil.printer import print_program
         return print_program(self.program)
 
     def full_spec(self):

@@ -9,7 +9,7 @@ from ..files import write_atomic
 from ..progress import Silent
 from ..errors import InputError
 from ..files import read_regular
-from ..sources import check_program_bytes, program_file
+from .sources import check_program_bytes, program_file
 from .core import Model
 from .mlmodel import model_to_bytes, read_mlmodel
 from .package import is_package, read_package, write_package

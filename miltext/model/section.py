@@ -22,7 +22,7 @@ from ..dtypes import by_name
 from ..errors import ParseError
 from ..ir import StateType, TensorType, Value
 from ..text import lexemes
-from ..text.printer import type_text, value_text
+from ..text.mil.printer import type_text, value_text
 from ..text.section_syntax import Call, Feature, Section
 from .derive import ARRAY_CODES, ARRAY_DTYPES, specification_version
 
@@ -544,6 +544,6 @@ def _schema():
 
 
 def located_error(e: SectionError, filename, text: str) -> ParseError:
-    from ..text.parser import source_line
+    from ..text.mil.parser import source_line
     line, column = e.loc or (1, 1)
     return ParseError(e.message, line, column, filename, source_line(text, line), text=text)

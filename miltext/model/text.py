@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..sources import program_file, read_source
+from .sources import program_file, read_source
 from .core import Model
 
 
@@ -40,7 +40,7 @@ def _model(section, program, text: str | None, filename, folder) -> Model:
 
 def parse_model(text: str, filename: str | None = None, folder: str | None = None) -> Model:
     """MIL text, with or without a model section, as a Model."""
-    from ..text.parser import parse
+    from ..text.mil.parser import parse
     section, program = parse(text, filename, with_model=True)
     return _model(section, program, text, filename, folder)
 

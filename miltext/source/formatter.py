@@ -23,7 +23,7 @@ def format_source(text: str, filename: str | None = None, *, keep_comments: bool
     """The formatted text (ParseError when `text` does not parse, UnsafeFormat when the result
     would not be the same program with the same comments). Apple's model.mil dialect stays in
     its dialect, in canonical form: it has no comments."""
-    from ..text.modelmil_words import looks_like_modelmil
+    from ..text.modelmil.words import looks_like_modelmil
     if looks_like_modelmil(text):
         from .. import dumps, loads
         return dumps(loads(text, filename), "modelmil")
@@ -40,7 +40,7 @@ def read_source(text: str, filename: str | None = None, keep_comments: bool = Tr
     text's comments and layout back around it when printed (source_text); no Trivia when the
     text is the model's canonical text, which has nothing more to keep."""
     from ..model.text import model_text, parse_model
-    from ..text.parser import looks_like_coremltools_print
+    from ..text.mil.parser import looks_like_coremltools_print
     model = parse_model(text, filename)
     if "#" not in text and model_text(model) == text:
         return model, None
@@ -50,7 +50,7 @@ def read_source(text: str, filename: str | None = None, keep_comments: bool = Tr
 def source_text(model, notes: Trivia) -> str:
     """The model as text, with the comments and layout `notes` recorded of its source."""
     from ..model.section import section_lines
-    from ..text.printer import print_program
+    from ..text.mil.printer import print_program
     head = notes.head_lines()
     section = None if model.spec is None else notes.section.section_text(section_lines(model.spec))
     printed = print_program(model.program, notes)     # first: it takes the header's trailing comment
@@ -65,7 +65,7 @@ def source_text(model, notes: Trivia) -> str:
 def comment_texts(text: str, scan: Scan | None = None) -> list[str]:
     """The comments of MIL text (found by `scan`, when there is one), in order."""
     if scan is None:
-        from ..text.parser import looks_like_coremltools_print
+        from ..text.mil.parser import looks_like_coremltools_print
         scan = Scan(text, looks_like_coremltools_print(text))
     return [c.text for c in scan.comments]
 
@@ -90,7 +90,7 @@ def _fingerprint(model) -> tuple:
     """What must not change: the program's proto bytes (its canonical text where it has no
     proto yet) and the model section."""
     from ..model.section import section_text
-    from ..text.printer import print_program
+    from ..text.mil.printer import print_program
     try:
         program = model.program.to_bytes()
     except ProgramError:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import printer
+from ..text.mil import printer
 
 WIDTH = 100
 _MARK = "\x00"  # around a literal's index while the op's line is built; strings escape it

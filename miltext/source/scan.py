@@ -11,7 +11,7 @@ import re
 
 # Comments and strings (escaped, as miltext writes them; b64"..." is one too), then brackets.
 _STRING = r"""("[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\\\n]*(?:\\.[^'\\\n]*)*')"""
-# coremltools' print: strings and %names are raw (see text.parser._RAW_OVERRIDES).
+# coremltools' print: strings and %names are raw (see text.mil.parser._RAW_OVERRIDES).
 _RAW_STRING = r"""%(?:[^\s,()\[\]=:]|:(?!\s))+|("(?:[^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"|'(?:[^'\\\n]|\\.)*')"""
 _TRIVIA = {False: re.compile(r"(#[^\n]*)|" + _STRING), True: re.compile(r"(#[^\n]*)|" + _RAW_STRING)}
 _BRACKETS = {raw: re.compile(pattern.pattern + r"|([(\[{])|([)\]}])") for raw, pattern in _TRIVIA.items()}

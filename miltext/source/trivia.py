@@ -17,7 +17,7 @@ import bisect
 import re
 
 from ..ir import Block
-from ..text.printer import INDENT
+from ..text.mil.printer import INDENT
 from .layout import one_per_line, op_text
 from .scan import Scan
 from .section_notes import SectionNotes

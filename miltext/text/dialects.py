@@ -8,9 +8,9 @@ DIALECTS = ("mil", "modelmil")
 def printer(dialect: str):
     """The function that prints a Program in `dialect`."""
     if dialect == "mil":
-        from .printer import print_program
+        from .mil.printer import print_program
         return print_program
     if dialect == "modelmil":
-        from .modelmil_printer import print_modelmil
+        from .modelmil.printer import print_modelmil
         return print_modelmil
     raise ValueError(f"unknown dialect {dialect!r}: the dialects are {', '.join(DIALECTS)}")

@@ -1,4 +1,4 @@
-"""Parse errors as a person can act on them, for both text dialects (parser.py, modelmil_parser.py).
+"""Parse errors as a person can act on them, for both text dialects (mil/parser.py, modelmil/parser.py).
 
 A parser raises LocatedError for the first mistake it meets; collect_errors runs it again
 without the lines at fault to find the mistakes that are independent of it, and raises them

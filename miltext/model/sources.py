@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from .errors import InputError, ParseError, ProgramError
-from .files import read_regular
+from ..errors import InputError, ParseError, ProgramError
+from ..files import read_regular
 
 TEXT_SUFFIXES = (".mil", ".txt")
 PROTO_SUFFIXES = (".pb", ".binpb")
@@ -41,12 +41,12 @@ def read_source(path: str, *, with_model: bool = False):
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start}) and not a MIL proto") from None
     del data  # a big file is not held twice while it is parsed
-    from .text.parser import parse
+    from ..text.mil.parser import parse
     return parse(text, path, with_model=with_model), text
 
 
 def program_from_bytes(path: str, data: bytes) -> "Program":
-    from .ir import Program
+    from ..ir import Program
     try:
         return Program.from_proto(data)
     except ProgramError as e:
@@ -56,7 +56,7 @@ def program_from_bytes(path: str, data: bytes) -> "Program":
 def check_program_bytes(path: str, data: bytes) -> None:
     """Raise the InputError program_from_bytes would for bytes protobuf cannot read as a
     Program, without building the object model."""
-    from .ir.decode import program_message
+    from ..ir.decode import program_message
     try:
         program_message(data)
     except ProgramError as e:

@@ -9,15 +9,15 @@ from __future__ import annotations
 import base64
 from contextvars import ContextVar
 
-from ..lazy import numpy as np
+from ...lazy import numpy as np
 
-from .. import dtypes, ops, packing
-from ..bulk import bulk
-from ..ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
-                  ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
-                  UnknownType, Value, WeightRef)
-from ..ir.values import DEFAULT_WEIGHT_FILE, decode_tensor
-from . import blob_layout, lexemes
+from ... import dtypes, ops, packing
+from ...bulk import bulk
+from ...ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
+                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
+                   UnknownType, Value, WeightRef)
+from ...ir.values import DEFAULT_WEIGHT_FILE, decode_tensor
+from .. import blob_layout, lexemes
 
 INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, larger as b64
 INDENT = "  "

@@ -3,7 +3,7 @@ the errors it finds in a user's words (several per run).
 
 Two lexer flavours share the grammar: miltext's own, where strings have backslash escapes, and
 coremltools' print, whose strings and names are raw (`"say "hi""`, `%layer.0/relu:0`); `parse`
-picks by the text's look, and hands Apple's model.mil dialect to modelmil_parser.
+picks by the text's look, and hands Apple's model.mil dialect to modelmil.parser.
 """
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ import threading
 from lark import Lark
 from lark.exceptions import UnexpectedInput
 
-from ..bulk import bulk
-from ..errors import ParseError
-from ..ir import Program
+from ...bulk import bulk
+from ...errors import ParseError
+from ...ir import Program
 from .builder import MAX_BLOCK_DEPTH, _Builder, _Failure
-from .grammars import cache_path, grammar_text
-from .lexemes import LiteralError
-from .messages import describe_expected
-from .modelmil_words import looks_like_modelmil
-from .parse_errors import LocatedError, collect_errors, lark_error, source_line  # noqa: F401 - source_line is public here
+from ..grammars import cache_path, grammar_text
+from ..lexemes import LiteralError
+from ..messages import describe_expected
+from ..modelmil.words import looks_like_modelmil
+from ..parse_errors import LocatedError, collect_errors, lark_error, source_line  # noqa: F401 - source_line is public here
 
 # coremltools' print writes strings and names raw: a string ends at a quote that a comma or a
 # closing bracket follows, and goes on over a line break unless the next line starts a statement
@@ -120,7 +120,7 @@ def parse(text: str, filename: str | None = None, *, with_model: bool = False):
     `with_model`, return (the model section or None, the program). Apple's model.mil dialect
     is recognized by its header and read by its own parser."""
     if looks_like_modelmil(text):
-        from .modelmil_parser import parse as parse_modelmil
+        from ..modelmil.parser import parse as parse_modelmil
         program = parse_modelmil(text, filename)
         return (None, program) if with_model else program
     raw = looks_like_coremltools_print(text)

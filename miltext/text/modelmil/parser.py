@@ -14,19 +14,19 @@ import threading
 from lark import Lark, Transformer
 from lark.exceptions import UnexpectedInput
 
-from .. import dtypes
-from ..bulk import bulk
-from ..errors import ParseError
-from ..ir import (Blob, Block, DictData, DictType, Function, ListData, ListType, Operation, Program,
-                  StateType, TensorData, TensorType, TupleData, TupleType, Value, Var)
-from ..ir.values import encode_tensor
-from . import lexemes
-from .literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
-from .messages import describe_expected
-from .modelmil_words import OPSET_OF_IOS, looks_like_modelmil
-from .builder import _Failure, _pos
-from .grammars import cache_path, grammar_text
-from .parse_errors import LocatedError, collect_errors, lark_error, source_line
+from ... import dtypes
+from ...bulk import bulk
+from ...errors import ParseError
+from ...ir import (Blob, Block, DictData, DictType, Function, ListData, ListType, Operation,
+                   Program, StateType, TensorData, TensorType, TupleData, TupleType, Value, Var)
+from ...ir.values import encode_tensor
+from .. import lexemes
+from ..literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
+from ..messages import describe_expected
+from .words import OPSET_OF_IOS, looks_like_modelmil
+from ..mil.builder import _Failure, _pos
+from ..grammars import cache_path, grammar_text
+from ..parse_errors import LocatedError, collect_errors, lark_error, source_line
 
 # What parse_fragment reads: a whole op line, an op's call, a type, a typed value.
 FRAGMENTS = ("operation", "call", "type", "value")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .. import dtypes
+from ... import dtypes
 
 # The proto's opset (Function.opset, the key of its block) and its model.mil spelling.
 IOS_OF_OPSET = {"CoreML5": "ios15", "CoreML6": "ios16", "CoreML7": "ios17", "CoreML8": "ios18",

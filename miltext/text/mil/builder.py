@@ -7,17 +7,17 @@ from sys import intern  # a var name is used many times and mostly equals its op
 
 from lark import Token, Transformer
 
-from .. import dtypes
-from ..ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
-                  Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
-from ..ir.types import MISSING
-from .section_syntax import Call, Feature, Section
-from . import blob_layout, lexemes
-from .literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit, LiteralError,
-                       NumLit, Ref, default_value, prepared, storage_escape, string_value,
-                       typed_value)
+from ... import dtypes
+from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
+                   Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
+from ...ir.types import MISSING
+from ..section_syntax import Call, Feature, Section
+from .. import blob_layout, lexemes
+from ..literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit,
+                        LiteralError, NumLit, Ref, default_value, prepared, storage_escape,
+                        string_value, typed_value)
 
-from .numbers import FLOAT_MARK, NUMBER, WHITESPACE, read_numbers
+from ..numbers import FLOAT_MARK, NUMBER, WHITESPACE, read_numbers
 
 MAX_BLOCK_DEPTH = 256  # nested blocks; documented in docs/syntax.md
 MAX_TYPE_DEPTH = 64    # nested List/Tuple/Dict/State types
@@ -690,7 +690,7 @@ class _Builder(Transformer):
             shape = (len(lit) * 8 // dt.bits,)
         else:
             try:
-                from .literals import _flatten
+                from ..literals import _flatten
                 shape = _flatten(lit)[1]
             except LiteralError as e:
                 self._fail(str(e), getattr(lit, "pos", None) or _pos(tok))

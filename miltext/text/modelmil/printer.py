@@ -10,14 +10,14 @@ and where; the dialect never silently drops a part of the program.
 """
 from __future__ import annotations
 
-from .. import dtypes
-from ..bulk import bulk
-from ..errors import ProgramError
-from ..ir import (MISSING, Blob, DictData, DictType, ListData, ListType, StateType, TensorData,
-                  TensorType, TupleData, TupleType, VARIADIC, Value)
-from . import lexemes
-from .modelmil_words import IOS_OF_OPSET, VERSION_1_0, VERSION_1_3, is_name, text_version
-from .printer import _decoded, _nest
+from ... import dtypes
+from ...bulk import bulk
+from ...errors import ProgramError
+from ...ir import (MISSING, Blob, DictData, DictType, ListData, ListType, StateType, TensorData,
+                   TensorType, TupleData, TupleType, VARIADIC, Value)
+from .. import lexemes
+from .words import IOS_OF_OPSET, VERSION_1_0, VERSION_1_3, is_name, text_version
+from ..mil.printer import _decoded, _nest
 
 STEP = "    "
 
@@ -37,7 +37,7 @@ class _Cannot(Exception):
 
 def print_modelmil(program, version: str | None = None) -> str:
     """The model.mil text of `program`. `version` is the dialect version, 1.0 or 1.3 (by
-    default the one the compiler writes for it: modelmil_words.text_version)."""
+    default the one the compiler writes for it: words.text_version)."""
     printer = _Printer(version or text_version(program))
     try:
         with bulk():

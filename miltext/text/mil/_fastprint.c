@@ -1,6 +1,6 @@
 /*
- * miltext.text._fastprint: serialized CoreML.Specification.MILSpec.Program bytes -> the canonical
- * text of miltext.text.printer.print_program(Program.from_proto(data)), in one pass over the wire
+ * miltext.text.mil._fastprint: serialized CoreML.Specification.MILSpec.Program bytes -> the canonical
+ * text of miltext.text.mil.printer.print_program(Program.from_proto(data)), in one pass over the wire
  * format, without building the object model.
  *
  * The Python printer is the reference. This module returns None for anything it does not
@@ -2714,7 +2714,7 @@ static PyObject *py_program_text(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*O!:program_text", &buf, &PyDict_Type, &orders)) return NULL;
     if (!g_configured) {
         PyBuffer_Release(&buf);
-        PyErr_SetString(PyExc_RuntimeError, "miltext.text._fastprint.configure() was not called");
+        PyErr_SetString(PyExc_RuntimeError, "miltext.text.mil._fastprint.configure() was not called");
         return NULL;
     }
     Ctx *c = (Ctx *)malloc(sizeof(Ctx));
@@ -3029,7 +3029,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_fastprint",
-    "Serialized MIL Program -> canonical miltext text, in C (see miltext.text.fastprint).", -1,
+    "Serialized MIL Program -> canonical miltext text, in C (see miltext.text.mil.fastprint).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 

@@ -9,7 +9,7 @@ Python path.
 """
 from __future__ import annotations
 
-from ..native import pure_python
+from ...native import pure_python
 
 try:
     from . import _fastprint
@@ -28,8 +28,9 @@ def available() -> bool:
 def _configure() -> None:
     """Hand the extension the tables that live in Python, once."""
     global _configured
-    from .. import dtypes, packing
-    from . import lexemes, printer
+    from ... import dtypes, packing
+    from .. import lexemes
+    from . import printer
     table = [(d.code, d.name, d.bits, d.kind, d.storage) for d in dtypes.BY_CODE.values()]
     _fastprint.configure(
         table, sorted(lexemes.KEYWORDS), printer.INLINE_LIMIT, printer.DEFAULT_WEIGHT_FILE,
@@ -43,7 +44,7 @@ def input_orders() -> dict:
     """op type → {input name: rank}, for every op the table knows (ops.input_order)."""
     global _orders
     if _orders is None:
-        from .. import ops
+        from ... import ops
         _orders = {name: dict(ops.input_order(name)) for name in ops.table()["ops"]}
     return _orders
 
@@ -66,6 +67,6 @@ def proto_text(data) -> str:
         text = program_text(data)
         if text is not None:
             return text
-    from ..ir import Program
+    from ...ir import Program
     from .printer import print_program
     return print_program(Program.from_proto(data))
