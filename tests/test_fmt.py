@@ -228,6 +228,13 @@ def test_a_comment_after_every_token_survives_fmt(index):
     _survives(_with_comments(text, ends, [i % 3 == 0 for i in range(len(ends))]))
 
 
+@pytest.mark.parametrize("pattern", range(3))
+def test_a_comment_after_every_token_of_a_model_section_and_header_survives_fmt(pattern):
+    text = _read(os.path.join(EXAMPLES, "mlp", "model.mil"))     # a section, a header, buildInfo
+    ends = [e for e in _token_ends(text) if e < text.index("\nmain")]
+    _survives(_with_comments(text, ends, [(i + pattern) % 3 == 0 for i in range(len(ends))]))
+
+
 # ---- the safety net ---------------------------------------------------------------------------
 
 def test_fmt_refuses_what_would_change_the_program_or_lose_a_comment(tmp_path, monkeypatch, capsys):

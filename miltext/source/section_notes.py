@@ -2,9 +2,11 @@
 placed back beside the items they were written beside when the section is printed canonically.
 
 Each item of the section is an anchor, keyed as `section_lines` keys its printed text (the
-printer may put the items in another order). A comment after code on its line trails the
-item that code belongs to; a comment on a line of its own leads the next item, the `}` that
-ends the section (or a function description), or the program that follows it."""
+printer may put the items in another order), from where it starts to the end of its code. A
+comment inside an item is written above it; one after its code, on that line, trails it; one
+on a line of its own after it leads the next item, the `}` that ends the section (or a function
+description), or the program that follows it. So the comments keep their order where the
+items keep theirs."""
 from __future__ import annotations
 
 import bisect
@@ -15,16 +17,19 @@ from ..text.section_syntax import Section
 
 class SectionNotes:
     def __init__(self, scan, section: Section | None, comments: list, end: int):
-        """`comments` are those between the section's first code and `end`, where the program
-        (its header, else its first function) starts."""
+        """`comments` are those between the section's first code and `end`, where the code
+        before the program's first function ends."""
         self.leading: dict = {}    # key -> comments written on lines of their own before it
         self.trailing: dict = {}   # key -> the comment written after its text
         self.program: list = []    # comments written before the program's text
         anchors = sorted(self._anchors(scan, section, end))
         starts = [at for at, _ in anchors]
+        ends = [scan.code_end(after, at) for at, after in zip(starts, starts[1:] + [end])]
         for c in comments:
             i = bisect.bisect_right(starts, c.start) - 1
-            if i >= 0 and not c.own_line and anchors[i][1] not in self.trailing:
+            if i >= 0 and c.start < ends[i]:   # inside the item: above it
+                self.leading.setdefault(anchors[i][1], []).append(c)
+            elif i >= 0 and not c.own_line and anchors[i][1] not in self.trailing:
                 self.trailing[anchors[i][1]] = c
             elif i + 1 < len(anchors):
                 self.leading.setdefault(anchors[i + 1][1], []).append(c)
