@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ..text import lexemes
 from ..text.mil import printer
 
 WIDTH = 100
@@ -30,7 +31,7 @@ class Literals:
 
     def literal(self, scalars: list, shape: tuple) -> str:
         if not self.wraps and len(scalars) <= printer.INLINE_LIMIT:
-            return printer._nest(scalars, shape)  # one line, whatever its width
+            return lexemes.nested(scalars, shape)  # one line, whatever its width
         self.found.append((scalars, shape))
         return f"{_MARK}{len(self.found) - 1}{_MARK}"
 
@@ -115,7 +116,7 @@ def _column_after(text: str, column: int) -> int:
 
 def rows(scalars: list, shape: tuple, column: int) -> str:
     """The literal starting at `column`: on one line when it fits in WIDTH, else by rows."""
-    one = printer._nest(scalars, shape)
+    one = lexemes.nested(scalars, shape)
     if column + len(one) <= WIDTH or len(scalars) <= 1:
         return one
     indent = "\n" + " " * (column + 1)

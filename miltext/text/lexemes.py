@@ -9,6 +9,7 @@ from ..lazy import numpy as np
 
 from .. import packing
 from ..dtypes import DType
+from ..ir.values import decode_tensor
 
 # Words the grammar gives a meaning; a name spelled like one of them is printed quoted.
 KEYWORDS = frozenset("""program model version doc List Tuple Dict State unknown Tensor Scalar blob
@@ -165,10 +166,40 @@ def format_floats(dtype: DType, bits: np.ndarray) -> list[str]:
     return out
 
 
+def stored_elements(dt, data, count):
+    """A tensor's elements (its TensorData) as both dialects' literals write them: raw bits
+    for floats (so every NaN keeps its payload), values otherwise; None when the storage does
+    not hold whole elements of `dt`."""
+    if data.field == "bytes":
+        raw = data.values
+        if dt.sub_byte:
+            return None if count is None else packing.unpack(dt, raw, count)
+        width = dt.bits // 8
+        if not width or len(raw) % width:
+            return None
+        if dt.kind == "float":
+            return np.frombuffer(raw, np.dtype(packing.BITS_DTYPE[dt.name]).newbyteorder("<")).astype(
+                packing.BITS_DTYPE[dt.name])
+        return packing.unpack(dt, raw)
+    if dt.kind == "float":
+        return data.values.view(packing.BITS_DTYPE[dt.name])
+    if dt.kind == "string":
+        return data.values
+    return decode_tensor(dt, data, count)
+
+
+def nested(scalars: list, shape: tuple) -> str:
+    """Element texts as the nested list of `shape`: [[1, 2], [3, 4]]."""
+    if len(shape) == 1:
+        return "[" + ", ".join(scalars) + "]"
+    step = len(scalars) // shape[0] if shape[0] else 0
+    return "[" + ", ".join(nested(scalars[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
+
+
 def element_texts(dt: DType, elements, model_mil: bool = False) -> list[str]:
-    """Each element of a tensor as a literal writes it (floats as raw bits, see _decoded in the
-    printers): miltext's spelling, or with `model_mil` the spelling of Apple's model.mil (exact
-    hex floats, lower-case bools; ValueError for a NaN hex cannot spell)."""
+    """Each element of a tensor as a literal writes it (floats as raw bits, see stored_elements):
+    miltext's spelling, or with `model_mil` the spelling of Apple's model.mil (exact hex floats,
+    lower-case bools; ValueError for a NaN hex cannot spell)."""
     if dt.kind == "float":
         return format_hex_floats(dt, elements) if model_mil else format_floats(dt, elements)
     if dt.kind == "bool":

@@ -48,6 +48,22 @@ class LocatedError(Exception):
         self.last = last  # nothing to look at further: structure follows that reading cannot skip
 
 
+
+class BuildFailure(Exception):
+    """An error found while building the object model from a parse (in either dialect), with
+    its place (line, column) when known."""
+
+    def __init__(self, message: str, pos=None):
+        super().__init__(message)
+        self.message, self.pos = message, pos
+
+
+def place_of(tok) -> tuple | None:
+    """(line, column) of a Lark token, None for a value that is not one."""
+    line = getattr(tok, "line", None)
+    return (line, tok.column) if line is not None else None
+
+
 def collect_errors(text: str, filename: str | None, parse_once, raw: bool = False):
     """What `parse_once(text)` returns; when it raises LocatedError, parse again without each
     statement at fault to find further independent errors, then raise them all as one

@@ -13,6 +13,7 @@ from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListTyp
 from ...ir.types import MISSING
 from ..section_syntax import Call, Feature, Section
 from .. import blob_layout, lexemes
+from ..parse_errors import BuildFailure, place_of
 from ..literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit,
                         LiteralError, NumLit, Ref, default_value, prepared, storage_escape,
                         string_value, typed_value)
@@ -21,19 +22,6 @@ from ..numbers import FLOAT_MARK, NUMBER, WHITESPACE, read_numbers
 
 MAX_BLOCK_DEPTH = 256  # nested blocks; documented in docs/syntax.md
 MAX_TYPE_DEPTH = 64    # nested List/Tuple/Dict/State types
-
-
-class _Failure(Exception):
-    """An error found while building the object model, with its place when known."""
-
-    def __init__(self, message: str, pos=None):
-        super().__init__(message)
-        self.message, self.pos = message, pos
-
-
-def _pos(tok) -> tuple | None:
-    line = getattr(tok, "line", None)
-    return (line, tok.column) if line is not None else None
 
 
 def _offset_pos(tok, offset: int) -> tuple:
@@ -131,7 +119,7 @@ class _Builder(Transformer):
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
-        raise _Failure(message, pos or (_pos(self.current) if self.current is not None else None))
+        raise BuildFailure(message, pos or (place_of(self.current) if self.current is not None else None))
 
     def _text(self, tok) -> str:
         if self.raw_strings:
@@ -140,7 +128,7 @@ class _Builder(Transformer):
             return lexemes.unquote(tok)
         except ValueError as e:
             offset = getattr(e, "offset", 0)
-            self._fail(str(e), (tok.line, tok.column + offset) if offset else _pos(tok))
+            self._fail(str(e), (tok.line, tok.column + offset) if offset else place_of(tok))
 
     def _value(self, lit, pos=None) -> Value:
         try:
@@ -163,7 +151,7 @@ class _Builder(Transformer):
             else:
                 name, fn = item
                 if name in program.functions:
-                    self._fail(f"function {name!r} is defined twice", _pos(name))
+                    self._fail(f"function {name!r} is defined twice", place_of(name))
                 program.functions[str(name)] = fn
         if implied:
             at = blob_layout.fill_in(program, _ImpliedBlob)
@@ -183,7 +171,7 @@ class _Builder(Transformer):
 
     def feature(self, items):
         kind, var, vtype = items
-        return Feature(str(kind), self._var_name(var), _absent_to_none(vtype), loc=_pos(kind))
+        return Feature(str(kind), self._var_name(var), _absent_to_none(vtype), loc=place_of(kind))
 
     def section(self, items):
         return Section(self._named(items[0], items[1]), items[2] if len(items) > 2 else None)
@@ -192,7 +180,7 @@ class _Builder(Transformer):
         return self._named(items[0], items[1])
 
     def _named(self, name, call: Call) -> Call:
-        call.name, call.loc = str(name), _pos(name)
+        call.name, call.loc = str(name), place_of(name)
         return call
 
     def call(self, items):
@@ -203,12 +191,12 @@ class _Builder(Transformer):
             _, key, payload = item
             if isinstance(payload, list):  # an input binding: only a single value means anything here
                 if len(payload) != 1 or not isinstance(payload[0], Value):
-                    self._fail(f"{str(key)}= takes a value here", _pos(key))
+                    self._fail(f"{str(key)}= takes a value here", place_of(key))
                 payload = payload[0]
             if key in out.args:
-                self._fail(f"{str(key)!r} is given twice", _pos(key))
+                self._fail(f"{str(key)!r} is given twice", place_of(key))
             out.args[str(key)] = payload
-            out.arg_locs[str(key)] = _pos(key)
+            out.arg_locs[str(key)] = place_of(key)
         return out
 
     def header(self, items):
@@ -240,13 +228,13 @@ class _Builder(Transformer):
                 attrs = dict(item)
             elif isinstance(item, _BlockNode):
                 blocks.append(item)
-        fn = Function(inputs=inputs, opset=opset, attributes=attrs, loc=_pos(name))
+        fn = Function(inputs=inputs, opset=opset, attributes=attrs, loc=place_of(name))
         for node in blocks:
             key = opset if node.key is None else str(node.key)
             if key in fn.blocks:
                 self._fail(f"function {str(name)!r} has two blocks for opset {key!r}; "
                            f"mark the others with their opset, e.g. {node.label}[CoreML7]()",
-                           _pos(node.label))
+                           place_of(node.label))
             fn.blocks[key] = node.block
         return (name, fn)
 
@@ -268,13 +256,13 @@ class _Builder(Transformer):
                 ops.extend(item)
             elif isinstance(item, _BlockNode):
                 if not ops:
-                    self._fail("a nested block must follow the op that owns it", _pos(item.label))
+                    self._fail("a nested block must follow the op that owns it", place_of(item.label))
                 if item.key is not None:
-                    self._fail("only a function's blocks are marked with an opset", _pos(item.label))
+                    self._fail("only a function's blocks are marked with an opset", place_of(item.label))
                 ops[-1].blocks.append(item.block)
             elif isinstance(item, Token):
                 outputs.append(self._var_name(item))
-        return _BlockNode(Block(inputs, outputs, ops, attrs, loc=_pos(label)), key, label)
+        return _BlockNode(Block(inputs, outputs, ops, attrs, loc=place_of(label)), key, label)
 
     def operation(self, items):
         outputs, name, args, attrs = [], None, [], None
@@ -288,12 +276,12 @@ class _Builder(Transformer):
             elif isinstance(item, _Attrs):
                 attrs = item
         op = Operation(type=str(name), outputs=outputs,
-                       loc=outputs[0].loc if outputs else _pos(name))
+                       loc=outputs[0].loc if outputs else place_of(name))
         for kind, key, payload in args:
             target = op.inputs if kind == "input" else op.attributes
             if key in target:
                 what = "input" if kind == "input" else "attribute"
-                self._fail(f"{what} {str(key)!r} is given twice", _pos(key))
+                self._fail(f"{what} {str(key)!r} is given twice", place_of(key))
             target[str(key)] = payload
         if attrs:
             for key, value in attrs.items():
@@ -339,7 +327,7 @@ class _Builder(Transformer):
                     else:
                         kind, key, payload = self.argument([key, self._simple_value(raw, line, column)])
                         target = inputs if kind == "input" else attributes
-                except (LiteralError, _Failure):
+                except (LiteralError, BuildFailure):
                     return self._simple_op_parts(text, line, column)
             if key in target:
                 return self._simple_op_parts(text, line, column)
@@ -366,7 +354,7 @@ class _Builder(Transformer):
             kind, key, payload = self.argument([name, self._simple_value(raw, line, base + m.start(2))])
             target = inputs if kind == "input" else attributes
             if key in target:
-                self._fail(f"{'input' if kind == 'input' else 'attribute'} {key!r} is given twice", _pos(name))
+                self._fail(f"{'input' if kind == 'input' else 'attribute'} {key!r} is given twice", place_of(name))
             target[str(key)] = payload
         return op
 
@@ -406,7 +394,7 @@ class _Builder(Transformer):
         try:
             return lexemes.parse_int(tok)
         except LiteralError as e:
-            self._fail(str(e), _pos(tok))
+            self._fail(str(e), place_of(tok))
 
     def _var_name(self, tok) -> str:
         if self.raw_strings:
@@ -418,7 +406,7 @@ class _Builder(Transformer):
 
     def var_decl(self, items):
         tok, vtype = items
-        return Var(self._var_name(tok), _absent_to_none(vtype), loc=_pos(tok))
+        return Var(self._var_name(tok), _absent_to_none(vtype), loc=place_of(tok))
 
     def argument(self, items):
         key, v = items
@@ -430,7 +418,7 @@ class _Builder(Transformer):
             v = ELIDED
         elif isinstance(v, _Bindings):
             return ("input", key, [self._binding(x, key) for x in v])
-        value = v if isinstance(v, Value) else self._value(v, _pos(key))
+        value = v if isinstance(v, Value) else self._value(v, place_of(key))
         if key in ("name", "val"):
             return ("attribute", key, value)
         return ("input", key, [value])
@@ -441,10 +429,10 @@ class _Builder(Transformer):
         if isinstance(item, _Item):
             if item.kind == "dim" and item.value is UNSET_DIM:
                 return None  # `_`: a Binding with neither name nor value
-            self._fail("expected a value or a %name in the list of bindings", _pos(key))
+            self._fail("expected a value or a %name in the list of bindings", place_of(key))
         if isinstance(item, _Symbol):
-            self._fail(f"unexpected name {item}: expected a value or a %name", _pos(key))
-        return item if isinstance(item, Value) else self._value(item, _pos(key))
+            self._fail(f"unexpected name {item}: expected a value or a %name", place_of(key))
+        return item if isinstance(item, Value) else self._value(item, place_of(key))
 
     def ref_argument(self, items):
         tok = items[0]
@@ -468,16 +456,16 @@ class _Builder(Transformer):
                 continue
             key, value = item
             if key in out:
-                self._fail(f"attribute {str(key)!r} is given twice", _pos(key))
+                self._fail(f"attribute {str(key)!r} is given twice", place_of(key))
             out[str(key)] = value
-            out.pos[str(key)] = _pos(key)
+            out.pos[str(key)] = place_of(key)
         return out
 
     def attribute(self, items):
         key, v = items
         if isinstance(key, Token):
             key = self._key(key)
-        return (key, v if isinstance(v, Value) else self._value(v, _pos(key)))
+        return (key, v if isinstance(v, Value) else self._value(v, place_of(key)))
 
     def _key(self, tok) -> _Name:
         out = _Name(tok[:-1].rstrip())
@@ -513,7 +501,7 @@ class _Builder(Transformer):
         return StateType(t) if state else t
 
     def simple_tensor_type(self, items):
-        return self._with_suffixes(self._simple_type(items[0]), items[1:], _pos(items[0]))
+        return self._with_suffixes(self._simple_type(items[0]), items[1:], place_of(items[0]))
 
     def _simple_type(self, tok, at: tuple | None = None) -> TensorType:
         """A TENSOR_TYPE token's type; `at`, the place of its first character when `tok` is
@@ -530,14 +518,14 @@ class _Builder(Transformer):
         shape = tuple(int(d) if d[0].isdigit() else _DIM_WORDS[d] for d in dims)
         sizes = [d for d in shape if type(d) is int]
         if sizes and max(sizes) > MAX_DIM:
-            self._fail(f"a dimension must be below 2^64 ({max(sizes)})", _pos(tok) or at)
+            self._fail(f"a dimension must be below 2^64 ({max(sizes)})", place_of(tok) or at)
         self.simple_types[str(tok)] = known = TensorType(dtypes.by_name(dtype).name, shape)
         return known
 
     def simple_typed_value(self, items):
         tok, rest = items[0], items[1:]
-        t = self._with_suffixes(self._simple_type(tok), rest[:-1], _pos(tok))
-        return self._typed(t, rest[-1], _pos(tok))
+        t = self._with_suffixes(self._simple_type(tok), rest[:-1], place_of(tok))
+        return self._typed(t, rest[-1], place_of(tok))
 
     def _group_type(self, group: Group):
         items = list(group)
@@ -625,13 +613,13 @@ class _Builder(Transformer):
         try:
             return dtypes.by_name(str(tok)).name
         except KeyError:
-            self._fail(f"unknown dtype {tok}", _pos(tok))
+            self._fail(f"unknown dtype {tok}", place_of(tok))
 
     # dims and type items
     def int_dim(self, items):
         n = self._int(items[0])
         if n < 0:
-            self._fail(f"a dimension cannot be negative ({n})", _pos(items[0]))
+            self._fail(f"a dimension cannot be negative ({n})", place_of(items[0]))
         return n
 
     def unknown_dim(self, items):
@@ -663,7 +651,7 @@ class _Builder(Transformer):
 
     def group(self, items):
         g = Group(x for x in items[1:] if x is not None)
-        g.pos = _pos(items[0])
+        g.pos = place_of(items[0])
         return g
 
     # ---- values ----
@@ -682,19 +670,19 @@ class _Builder(Transformer):
             shape = ()
             if isinstance(lit, (Group, DictLit)) or hasattr(lit, "data"):
                 self._fail(f"{tok}(...) holds a literal; write the full type for other data, "
-                           f"e.g. (2, 3, {tok})(...)", _pos(tok))
+                           f"e.g. (2, 3, {tok})(...)", place_of(tok))
         elif isinstance(lit, B64):
             dt = dtypes.by_name(dtype)
             if dt.sub_byte or not dt.bits:
-                self._fail(f"{tok}(b64\"...\") needs the full type, e.g. (8, {tok})(b64\"...\")", _pos(tok))
+                self._fail(f"{tok}(b64\"...\") needs the full type, e.g. (8, {tok})(b64\"...\")", place_of(tok))
             shape = (len(lit) * 8 // dt.bits,)
         else:
             try:
                 from ..literals import _flatten
                 shape = _flatten(lit)[1]
             except LiteralError as e:
-                self._fail(str(e), getattr(lit, "pos", None) or _pos(tok))
-        return self._typed(TensorType(dtype, shape), data, _pos(tok))
+                self._fail(str(e), getattr(lit, "pos", None) or place_of(tok))
+        return self._typed(TensorType(dtype, shape), data, place_of(tok))
 
     def typed_value(self, items):
         group, rest = items[0], items[1:]
@@ -736,7 +724,7 @@ class _Builder(Transformer):
         file_tok, offset_tok = items
         offset = self._int(offset_tok)
         if offset < 0:
-            self._fail("a blob offset cannot be negative", _pos(offset_tok))
+            self._fail("a blob offset cannot be negative", place_of(offset_tok))
         if file_tok is None:
             return prepared(Blob(offset))
         return prepared(Blob(offset, self._text(file_tok)))
@@ -745,17 +733,17 @@ class _Builder(Transformer):
         (file_tok,) = items
         self.implied_blobs = True
         blob = _ImpliedBlob(None) if file_tok is None else _ImpliedBlob(None, self._text(file_tok))
-        blob.pos = _pos(file_tok) if file_tok is not None else None   # None: its op's place
+        blob.pos = place_of(file_tok) if file_tok is not None else None   # None: its op's place
         return prepared(blob)
 
     def npy_ref(self, items):
         path, key, dtype = items
-        return prepared(WeightRef("npy", self._text(path), None, self._from(key, dtype, "npy"), loc=_pos(path)))
+        return prepared(WeightRef("npy", self._text(path), None, self._from(key, dtype, "npy"), loc=place_of(path)))
 
     def safetensors_ref(self, items):
         path, tensor, key, dtype = items
         return prepared(WeightRef("safetensors", self._text(path), self._text(tensor),
-                                  self._from(key, dtype, "safetensors"), loc=_pos(path), tensor_loc=_pos(tensor)))
+                                  self._from(key, dtype, "safetensors"), loc=place_of(path), tensor_loc=place_of(tensor)))
 
     def _from(self, key, dtype, what: str) -> str | None:
         """`from=DTYPE`: the dtype of the file's tensor, cast to the declared one."""
@@ -764,7 +752,7 @@ class _Builder(Transformer):
         if key.split("=")[0].strip() != "from":
             self._fail(f"{what}(...) takes the file{', the tensor name' if what == 'safetensors' else ''} "
                        f"and from=DTYPE (the file's dtype, cast to the declared one), not {key.split('=')[0].strip()}=",
-                       _pos(key))
+                       place_of(key))
         return self._dtype(dtype)
 
     def storage(self, items):
@@ -772,7 +760,7 @@ class _Builder(Transformer):
         try:
             return storage_escape(str(tok), payload)
         except LiteralError as e:
-            self._fail(str(e), _pos(tok))
+            self._fail(str(e), place_of(tok))
 
     def nothing(self, items):
         return ABSENT
@@ -805,19 +793,19 @@ class _Builder(Transformer):
         try:
             out = B64.decode(items[0])
         except LiteralError as e:
-            self._fail(str(e), _pos(items[0]))
+            self._fail(str(e), place_of(items[0]))
         return out
 
     def numbers(self, items):
         tok = items[0]
         try:
-            return read_numbers(tok, _pos(tok))
+            return read_numbers(tok, place_of(tok))
         except LiteralError as e:
-            self._fail(str(e), _pos(tok))
+            self._fail(str(e), place_of(tok))
 
     def list_lit(self, items):
         out = ListLit(x for x in items[1:] if x is not None)
-        out.pos = _pos(items[0])
+        out.pos = place_of(items[0])
         return out
 
     def elided(self, items):
@@ -825,7 +813,7 @@ class _Builder(Transformer):
 
     def dict_lit(self, items):
         out = DictLit(x for x in items[1:] if x is not None)
-        out.pos = _pos(items[0])
+        out.pos = place_of(items[0])
         return out
 
     def dict_entry(self, items):
@@ -837,7 +825,7 @@ class _Builder(Transformer):
     def np_scalar(self, items):
         tok, lit = items
         if not (str(tok).startswith(("np.", "numpy.")) and type(lit) in (int, float, bool, str)):
-            self._fail(f"unknown function {tok}(...) in a value", _pos(tok))
+            self._fail(f"unknown function {tok}(...) in a value", place_of(tok))
         return lit
 
     def bare_name(self, items):
@@ -845,13 +833,13 @@ class _Builder(Transformer):
         if str(tok) in _NUMPY_BOOLS:
             return _NUMPY_BOOLS[str(tok)]
         symbol = _Symbol(tok)
-        symbol.pos = _pos(tok)
+        symbol.pos = place_of(tok)
         return symbol
 
     def object_repr(self, items):
         tok = items[0]
         self._fail(f"coremltools printed a Python object here ({tok}), not its value; "
-                   "MIL text cannot hold it", _pos(tok))
+                   "MIL text cannot hold it", place_of(tok))
 
 
 # The parts of a SIMPLE_OP token (grammar/mil.lark), which has already matched as a whole.

@@ -7,7 +7,6 @@ picks by the text's look, and hands Apple's model.mil dialect to modelmil.parser
 """
 from __future__ import annotations
 
-import os
 import re
 import threading
 
@@ -17,12 +16,12 @@ from lark.exceptions import UnexpectedInput
 from ...bulk import bulk
 from ...errors import ParseError
 from ...ir import Program
-from .builder import MAX_BLOCK_DEPTH, _Builder, _Failure
+from .builder import MAX_BLOCK_DEPTH, _Builder
 from ..grammars import cache_path, grammar_text
 from ..lexemes import LiteralError
 from ..messages import describe_expected
 from ..modelmil.words import looks_like_modelmil
-from ..parse_errors import LocatedError, collect_errors, lark_error, source_line  # noqa: F401 - source_line is public here
+from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, source_line  # noqa: F401 - source_line is public here
 
 # coremltools' print writes strings and names raw: a string ends at a quote that a comma or a
 # closing bracket follows, and goes on over a line break unless the next line starts a statement
@@ -69,7 +68,7 @@ class _Parser:
         with self.lock:
             try:
                 return self.lark.parse(text)
-            except _Failure as e:
+            except BuildFailure as e:
                 if e.pos is not None:
                     raise
             except LiteralError:  # a literal refused where nothing knew its place
@@ -82,7 +81,7 @@ class _Parser:
                 return self.lark.parse(text)
             except LiteralError as e:
                 current = self.builder.current
-                raise _Failure(str(e), (current.line, current.column) if current is not None else None) from None
+                raise BuildFailure(str(e), (current.line, current.column) if current is not None else None) from None
             finally:
                 self.tracker.tracking = False
                 self.builder.current = None
@@ -135,7 +134,7 @@ def _parse_once(text: str, raw: bool) -> Program:
     try:
         with bulk():
             return parser.parse(text)
-    except _Failure as e:
+    except BuildFailure as e:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None
     except UnexpectedInput as e:

@@ -9,14 +9,12 @@ from __future__ import annotations
 import base64
 from contextvars import ContextVar
 
-from ...lazy import numpy as np
-
 from ... import dtypes, ops, packing
 from ...bulk import bulk
 from ...ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
                    ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
                    UnknownType, Value, WeightRef)
-from ...ir.values import DEFAULT_WEIGHT_FILE, decode_tensor
+from ...ir.values import DEFAULT_WEIGHT_FILE
 from .. import blob_layout, lexemes
 
 INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, larger as b64
@@ -391,7 +389,7 @@ def _b64(raw: bytes) -> str:
 def _tensor_literal(dt, data: TensorData, count, shape, allow_b64: bool = False) -> str | None:
     """The tensor's elements as a nested list (or a scalar), past INLINE_LIMIT as b64 when
     `allow_b64`; None when the stored elements do not decode as `dt` or do not fit `shape`."""
-    elements = _decoded(dt, data, count)
+    elements = lexemes.stored_elements(dt, data, count)
     if elements is None:
         return None
     n = len(elements)
@@ -407,29 +405,8 @@ def _tensor_literal(dt, data: TensorData, count, shape, allow_b64: bool = False)
             # (10**9, 0) would nest a billion `[]`s: a typed context reads a flat `[]` as well
             return "[]" if allow_b64 else None
         authored = AUTHORED.get()
-        return _nest(scalars, shape) if authored is None else authored.literal(scalars, shape)
+        return lexemes.nested(scalars, shape) if authored is None else authored.literal(scalars, shape)
     return "[" + ", ".join(scalars) + "]" if allow_b64 else None
-
-
-def _decoded(dt, data: TensorData, count):
-    """Elements as the text writes them: raw bits for floats (so every NaN keeps its payload),
-    values otherwise; None when the storage does not hold whole elements of `dt`."""
-    if data.field == "bytes":
-        raw = data.values
-        if dt.sub_byte:
-            return None if count is None else packing.unpack(dt, raw, count)
-        width = dt.bits // 8
-        if not width or len(raw) % width:
-            return None
-        if dt.kind == "float":
-            return np.frombuffer(raw, np.dtype(packing.BITS_DTYPE[dt.name]).newbyteorder("<")).astype(
-                packing.BITS_DTYPE[dt.name])
-        return packing.unpack(dt, raw)
-    if dt.kind == "float":
-        return data.values.view(packing.BITS_DTYPE[dt.name])
-    if dt.kind == "string":
-        return data.values
-    return decode_tensor(dt, data, count)
 
 
 def _empty_nesting(shape: tuple) -> int:
@@ -448,10 +425,3 @@ def _empty_nesting(shape: tuple) -> int:
 def _numbers_past_limit() -> bool:
     authored = AUTHORED.get()
     return authored is not None and authored.numbers
-
-
-def _nest(scalars: list, shape: tuple) -> str:
-    if len(shape) == 1:
-        return "[" + ", ".join(scalars) + "]"
-    step = len(scalars) // shape[0] if shape[0] else 0
-    return "[" + ", ".join(_nest(scalars[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"

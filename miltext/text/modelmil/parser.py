@@ -24,9 +24,8 @@ from .. import lexemes
 from ..literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
 from ..messages import describe_expected
 from .words import OPSET_OF_IOS, looks_like_modelmil
-from ..mil.builder import _Failure, _pos
 from ..grammars import cache_path, grammar_text
-from ..parse_errors import LocatedError, collect_errors, lark_error, source_line
+from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, place_of, source_line
 
 # What parse_fragment reads: a whole op line, an op's call, a type, a typed value.
 FRAGMENTS = ("operation", "call", "type", "value")
@@ -52,7 +51,7 @@ class _Call:
 
 
 def _fail(message: str, pos):
-    raise _Failure(message, pos)
+    raise BuildFailure(message, pos)
 
 
 class _Builder(Transformer):
@@ -71,7 +70,7 @@ class _Builder(Transformer):
             else:
                 name, fn = item
                 if name in program.functions:
-                    _fail(f"function {str(name)!r} is defined twice", _pos(name))
+                    _fail(f"function {str(name)!r} is defined twice", place_of(name))
                 program.functions[str(name)] = fn
         return program
 
@@ -79,7 +78,7 @@ class _Builder(Transformer):
         name, ios = items[0], items[1]
         opset = OPSET_OF_IOS.get(str(ios))
         if opset is None:
-            _fail(f"unknown opset {str(ios)!r}: model.mil's opsets are {', '.join(OPSET_OF_IOS)}", _pos(ios))
+            _fail(f"unknown opset {str(ios)!r}: model.mil's opsets are {', '.join(OPSET_OF_IOS)}", place_of(ios))
         inputs, attrs, ops, outputs = [], {}, [], []
         for item in items[2:]:
             kind = type(item)
@@ -91,13 +90,13 @@ class _Builder(Transformer):
                 attrs = dict(item)
             else:
                 outputs.append(str(item))
-        block = Block(outputs=outputs, operations=ops, loc=_pos(name))
+        block = Block(outputs=outputs, operations=ops, loc=place_of(name))
         return name, Function(inputs=inputs, opset=opset, blocks={opset: block}, attributes=attrs,
-                              loc=_pos(name))
+                              loc=place_of(name))
 
     def param(self, items):
         vtype, name = items
-        return Var(str(name), vtype, loc=_pos(name))
+        return Var(str(name), vtype, loc=place_of(name))
 
     def outputs(self, items):
         return _Outputs(items)
@@ -121,9 +120,9 @@ class _Builder(Transformer):
         name, inputs = items[0], {}
         for key, bindings in items[1:]:
             if key in inputs:
-                _fail(f"input {str(key)!r} is given twice", _pos(key))
+                _fail(f"input {str(key)!r} is given twice", place_of(key))
             inputs[str(key)] = bindings
-        return _Call(str(name), inputs, _pos(name))
+        return _Call(str(name), inputs, place_of(name))
 
     def argument(self, items):
         key, binding = items
@@ -145,13 +144,13 @@ class _Builder(Transformer):
                 ops.append(item)
             else:
                 outputs.append(str(item))
-        return Block(inputs, outputs, ops, loc=_pos(items[0]))
+        return Block(inputs, outputs, ops, loc=place_of(items[0]))
 
     def attributes(self, items):
         out = _Attrs()
         for key, value in items:
             if key in out:
-                _fail(f"attribute {str(key)!r} is given twice", _pos(key))
+                _fail(f"attribute {str(key)!r} is given twice", place_of(key))
             out[str(key)] = value
         return out
 
@@ -180,7 +179,7 @@ class _Builder(Transformer):
     def int_dim(self, items):
         size = int(items[0])
         if size < 0:
-            _fail(f"a dimension cannot be negative ({size})", _pos(items[0]))
+            _fail(f"a dimension cannot be negative ({size})", place_of(items[0]))
         return size
 
     def unknown_dim(self, items):
@@ -228,21 +227,21 @@ class _Builder(Transformer):
         try:
             return Value(vtype, literal_data(vtype, data))
         except LiteralError as e:
-            _fail(str(e), _pos(lpar))
+            _fail(str(e), place_of(lpar))
         except RecursionError:
-            _fail("this value is nested too deeply", _pos(lpar))
+            _fail("this value is nested too deeply", place_of(lpar))
 
     def blobfile(self, items):
         keyword, args = items[0], {}
         for key, value in items[1:]:
             if str(key) not in ("path", "offset") or str(key) in args:
-                _fail(f"unexpected {str(key)!r}: BLOBFILE takes path = and offset =, once each", _pos(key))
+                _fail(f"unexpected {str(key)!r}: BLOBFILE takes path = and offset =, once each", place_of(key))
             args[str(key)] = value
         if len(args) < 2:
-            _fail("BLOBFILE takes path = string(\"...\") and offset = uint64(...)", _pos(keyword))
+            _fail("BLOBFILE takes path = string(\"...\") and offset = uint64(...)", place_of(keyword))
         path, offset = _scalar(args["path"], "string"), _scalar(args["offset"], "int")
         if path is None or offset is None or offset < 0:
-            _fail("BLOBFILE takes a string path and an offset that is a non-negative integer", _pos(keyword))
+            _fail("BLOBFILE takes a string path and an offset that is a non-negative integer", place_of(keyword))
         return Blob(offset, path)
 
     def blob_argument(self, items):
@@ -380,7 +379,7 @@ def _parse_once(text: str, start: str = "start"):
     try:
         with parser.lock, bulk():
             return parser.lark.parse(text, start=start)
-    except _Failure as e:
+    except BuildFailure as e:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None
     except UnexpectedInput as e:

@@ -17,7 +17,6 @@ from ...ir import (MISSING, Blob, DictData, DictType, ListData, ListType, StateT
                    TensorType, TupleData, TupleType, VARIADIC, Value)
 from .. import lexemes
 from .words import IOS_OF_OPSET, VERSION_1_0, VERSION_1_3, is_name, text_version
-from ..mil.printer import _decoded, _nest
 
 STEP = "    "
 
@@ -286,7 +285,7 @@ class _Printer:
             raise _Cannot(f"{dt.name} elements stored in {data.field or 'no field'}: the dialect writes "
                           f"values, and reading them stores {dt.name} in {dt.storage}")
         count = t.element_count
-        elements = _decoded(dt, data, count)
+        elements = lexemes.stored_elements(dt, data, count)
         if elements is None or (count is not None and len(elements) != count):
             raise _Cannot(f"stored elements that are not the {count if count is not None else 'whole'} "
                           f"{dt.name} elements of the type {self.type(t)}")
@@ -298,7 +297,7 @@ class _Printer:
             scalars = lexemes.element_texts(dt, elements, model_mil=True)
         except ValueError as e:  # a NaN hex cannot spell
             raise _Cannot(str(e)) from None
-        return _nest(scalars, shape) if shape else scalars[0]
+        return lexemes.nested(scalars, shape) if shape else scalars[0]
 
 
 def _solved(shape: tuple, n: int) -> tuple | None:
