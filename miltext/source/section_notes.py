@@ -19,7 +19,7 @@ class SectionNotes:
     def __init__(self, scan, section: Section | None, comments: list, end: int):
         """`comments` are those between the section's first code and `end`, where the code
         before the program's first function ends."""
-        self.leading: dict = {}    # key -> comments written on lines of their own before it
+        self.above: dict = {}      # key -> the comments written on lines of their own above it
         self.trailing: dict = {}   # key -> the comment written after its text
         self.program: list = []    # comments written before the program's text
         anchors = sorted(self._anchors(scan, section, end))
@@ -28,11 +28,11 @@ class SectionNotes:
         for c in comments:
             i = bisect.bisect_right(starts, c.start) - 1
             if i >= 0 and c.start < ends[i]:   # inside the item: above it
-                self.leading.setdefault(anchors[i][1], []).append(c)
+                self.above.setdefault(anchors[i][1], []).append(c)
             elif i >= 0 and not c.own_line and anchors[i][1] not in self.trailing:
                 self.trailing[anchors[i][1]] = c
             elif i + 1 < len(anchors):
-                self.leading.setdefault(anchors[i + 1][1], []).append(c)
+                self.above.setdefault(anchors[i + 1][1], []).append(c)
             else:
                 self.program.append(c)
 
@@ -48,9 +48,9 @@ class SectionNotes:
 
     def _body(self, scan, section: Section, start: int, function, end_key: tuple):
         """The anchors of a section's items and its `}`; where the section ends."""
-        paren = scan.text.find("(", start)
-        close = None if paren < 0 else scan.closing(paren + 1)
-        if section.body is None:
+        if section.body is None:   # `name(...)` alone: it ends at its `)`
+            paren = scan.text.find("(", start)
+            close = None if paren < 0 else scan.closing(paren + 1)
             return start if close is None else close + 1
         for item in section.body:
             loc = item.loc if not isinstance(item, Section) else item.call.loc
@@ -74,7 +74,7 @@ class SectionNotes:
             indent = text[:len(text) - len(text.lstrip())]
             if key[0] in ("end", "function end"):
                 indent += INDENT  # comments before a `}` stay inside its braces
-            out += [indent + c.text for c in self.leading.pop(key, [])]
+            out += [indent + c.text for c in self.above.pop(key, [])]
             trailing = self.trailing.pop(key, None)
             out.append(text if trailing is None else text + "  " + trailing.text)
         return "\n".join(out) + "\n"
@@ -89,7 +89,7 @@ class SectionNotes:
         return "  " + c.text
 
     def _left(self) -> list:
-        return [c for cs in self.leading.values() for c in cs] + list(self.trailing.values()) + self.program
+        return [c for cs in self.above.values() for c in cs] + list(self.trailing.values()) + self.program
 
     def program_lines(self) -> list:
         """The comments written between the section and the program: those before the program
