@@ -140,7 +140,7 @@ class Reading:
         (one parse is quicker than one per op)."""
         from ..model.text import parse_model
         try:
-            model = parse_model(self.text)
+            model = parse_model(self.text, compact=True)
         except (ParseError, SectionError):
             return None
         self.reparsed = len(self.layout.pieces)
@@ -172,9 +172,9 @@ class Reading:
         try:
             if self.modelmil:
                 from ..text.modelmil.parser import parse_fragment
-                piece.ops = (parse_fragment(text, "operation"),)
+                piece.ops = (parse_fragment(text, "operation", compact=True),)
             else:
-                program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL)
+                program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL, compact=True)
                 piece.ops = program.functions["main"].blocks["CoreML7"].operations
         except ParseError as e:
             last = first + piece.end - piece.start   # 1-based, the op's last line
@@ -242,7 +242,7 @@ class Reading:
         should it parse after all)."""
         from ..model.text import parse_model
         try:
-            self.model = parse_model(self.text)
+            self.model = parse_model(self.text, compact=True)
             self.program = self.model.program
         except ParseError as e:
             self.errors = list(e.errors or [(e.line, e.column, e.message)])

@@ -29,6 +29,7 @@ MAX_DOCUMENT = 32 << 20
 
 DEBOUNCE = 0.04   # seconds from an edit to its diagnostics, when no other edit follows
 IDLE = 0.6        # seconds without edits before the whole program is checked again
+RELEASE_AFTER = 0.2   # seconds from a big answer to handing the memory it took back
 
 SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
             "note": lsp.DiagnosticSeverity.Information}
@@ -43,6 +44,17 @@ class MilServer(LanguageServer):
         super().__init__("miltext", __version__)
         self.analyses: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
+        self._release = None   # the release_memory scheduled after a big answer
+
+    def release_later(self) -> None:
+        """release_memory once the answer being made (a big one: an outline, hints, all the
+        names in scope) has been sent and dropped."""
+        if self._release is None:
+            self._release = asyncio.get_event_loop().call_later(RELEASE_AFTER, self._released)
+
+    def _released(self) -> None:
+        self._release = None
+        release_memory()
 
     def analysis(self, uri: str) -> Analysis:
         text = self.workspace.get_text_document(uri).source
@@ -174,12 +186,14 @@ def definition(ls: MilServer, params: lsp.DefinitionParams):
 def references(ls: MilServer, params: lsp.ReferenceParams):
     a = ls.analysis(params.text_document.uri)
     found = a.references(ls.position_in(a, params.position), params.context.include_declaration)
+    ls.release_later()
     return [lsp.Location(uri=params.text_document.uri, range=ls.range_of(a, (o.start, o.end))) for o in found]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
 def highlight(ls: MilServer, params: lsp.DocumentHighlightParams):
     a = ls.analysis(params.text_document.uri)
+    ls.release_later()
     return [lsp.DocumentHighlight(range=ls.range_of(a, (o.start, o.end)),
                                   kind=lsp.DocumentHighlightKind.Write if o.declares else lsp.DocumentHighlightKind.Read)
             for o in a.references(ls.position_in(a, params.position), True)]
@@ -211,6 +225,7 @@ def rename(ls: MilServer, params: lsp.RenameParams):
 def completion(ls: MilServer, params: lsp.CompletionParams):
     from .completion import complete
     a = ls.analysis(params.text_document.uri)
+    ls.release_later()
     pos = ls.position_in(a, params.position)
     items = []
     for item in complete(a, pos):
@@ -226,6 +241,7 @@ def completion(ls: MilServer, params: lsp.CompletionParams):
 def inlay_hints(ls: MilServer, params: lsp.InlayHintParams):
     from .types import hints
     a = ls.analysis(params.text_document.uri)
+    ls.release_later()
     first, last = ls.position_in(a, params.range.start)[0], ls.position_in(a, params.range.end)[0]
     return [lsp.InlayHint(position=ls.range_of(a, (place, place)).start, label=label, kind=lsp.InlayHintKind.Type)
             for place, label in hints(a, first, last)]
@@ -254,12 +270,14 @@ class _Asked:
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def document_symbol(ls: MilServer, params: lsp.DocumentSymbolParams):
     a = ls.analysis(params.text_document.uri)
+    ls.release_later()
     return [ls.symbol(a, s) for s in a.outline]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
 def formatting(ls: MilServer, params: lsp.DocumentFormattingParams):
     a = ls.analysis(params.text_document.uri)
+    ls.release_later()
     try:
         text = a.formatted()
     except CannotFormat as e:

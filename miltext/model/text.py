@@ -38,10 +38,12 @@ def _model(section, program, text: str | None, filename, folder) -> Model:
     return model
 
 
-def parse_model(text: str, filename: str | None = None, folder: str | None = None) -> Model:
-    """MIL text, with or without a model section, as a Model."""
+def parse_model(text: str, filename: str | None = None, folder: str | None = None,
+                compact: bool = False) -> Model:
+    """MIL text, with or without a model section, as a Model (with `compact`, of
+    CompactOperations: see miltext.ir.compact)."""
     from ..text.mil.parser import parse
-    section, program = parse(text, filename, with_model=True)
+    section, program = parse(text, filename, with_model=True, compact=compact)
     return _model(section, program, text, filename, folder)
 
 

@@ -10,6 +10,7 @@ from lark import Token, Transformer
 from ... import dtypes
 from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
                    Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
+from ...ir.compact import compact
 from ...ir.types import MISSING
 from ..section_syntax import Call, Feature, Section
 from .. import blob_layout, lexemes
@@ -116,6 +117,7 @@ class _Builder(Transformer):
         self.type_depth: dict = {}  # id(composite type) -> how deep it nests, during one parse
         self.simple_types: dict = {}  # TENSOR_TYPE text -> its TensorType, shared: types repeat
         self.implied_blobs = False    # a `blob` without its offset was read (blob_layout fills them in)
+        self.compact_ops = False      # each op made a CompactOperation as soon as it is built
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
@@ -259,7 +261,7 @@ class _Builder(Transformer):
                     self._fail("a nested block must follow the op that owns it", place_of(item.label))
                 if item.key is not None:
                     self._fail("only a function's blocks are marked with an opset", place_of(item.label))
-                ops[-1].blocks.append(item.block)
+                ops[-1].blocks = [*ops[-1].blocks, item.block]   # a compact op becomes ordinary
             elif isinstance(item, Token):
                 outputs.append(self._var_name(item))
         return _BlockNode(Block(inputs, outputs, ops, attrs, loc=place_of(label)), key, label)
@@ -288,7 +290,7 @@ class _Builder(Transformer):
                 if key in op.attributes:
                     self._fail(f"attribute {key!r} is given twice", getattr(attrs, "pos", {}).get(key))
                 op.attributes[key] = value
-        return op
+        return compact(op) if self.compact_ops else op
 
     def simple_ops(self, items):
         """A SIMPLE_OPS token: one op per line, each built by simple_op."""
@@ -303,7 +305,8 @@ class _Builder(Transformer):
             text = tok[start:stop]
             stripped = text.strip()
             if stripped:
-                ops.append(self.simple_op(stripped, line, column + len(text) - len(text.lstrip())))
+                op = self.simple_op(stripped, line, column + len(text) - len(text.lstrip()))
+                ops.append(compact(op) if self.compact_ops else op)
             line, column, start = line + 1, 1, stop + 1
         return _Run(ops)
 

@@ -64,8 +64,9 @@ class _Parser:
                          postlex=self.tracker, maybe_placeholders=True, cache=cache_path("raw" if raw else "mil", text))
         self.lock = threading.Lock()
 
-    def parse(self, text: str):
+    def parse(self, text: str, compact: bool = False):
         with self.lock:
+            self.builder.compact_ops = compact
             try:
                 return self.lark.parse(text)
             except BuildFailure as e:
@@ -86,6 +87,7 @@ class _Parser:
                 self.tracker.tracking = False
                 self.builder.current = None
                 self.builder.type_depth.clear()
+                self.builder.compact_ops = False
 
 
 _PARSERS: dict = {}
@@ -114,26 +116,27 @@ def looks_like_coremltools_print(text: str) -> bool:
     return found is not None and _COREMLTOOLS_PRINT.search(_QUOTED.sub('""', head)) is not None
 
 
-def parse(text: str, filename: str | None = None, *, with_model: bool = False):
+def parse(text: str, filename: str | None = None, *, with_model: bool = False, compact: bool = False):
     """Parse MIL text; raise ParseError (with every error found, up to MAX_ERRORS). With
     `with_model`, return (the model section or None, the program). Apple's model.mil dialect
-    is recognized by its header and read by its own parser."""
+    is recognized by its header and read by its own parser. With `compact`, the plain ops are
+    CompactOperations (miltext.ir.compact), for a reader that holds the program long."""
     if looks_like_modelmil(text):
         from ..modelmil.parser import parse as parse_modelmil
-        program = parse_modelmil(text, filename)
+        program = parse_modelmil(text, filename, compact=compact)
         return (None, program) if with_model else program
     raw = looks_like_coremltools_print(text)
-    program = collect_errors(text, filename, lambda attempt: _parse_once(attempt, raw), raw)
+    program = collect_errors(text, filename, lambda attempt: _parse_once(attempt, raw, compact), raw)
     model, program = program if isinstance(program, tuple) else (None, program)
     _check_depth(program, filename, text)
     return (model, program) if with_model else program
 
 
-def _parse_once(text: str, raw: bool) -> Program:
+def _parse_once(text: str, raw: bool, compact: bool = False) -> Program:
     parser = _parser(raw)
     try:
         with bulk():
-            return parser.parse(text)
+            return parser.parse(text, compact)
     except BuildFailure as e:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None

@@ -19,6 +19,7 @@ from ...bulk import bulk
 from ...errors import ParseError
 from ...ir import (Blob, Block, DictData, DictType, Function, ListData, ListType, Operation,
                    Program, StateType, TensorData, TensorType, TupleData, TupleType, Value, Var)
+from ...ir.compact import CompactOperation, compact
 from ...ir.values import encode_tensor
 from .. import lexemes
 from ..literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
@@ -60,6 +61,7 @@ class _Builder(Transformer):
     def __init__(self):
         super().__init__()
         self.plain_types: dict = {}  # TENSOR_TYPE text -> its TensorType: real files repeat a few
+        self.compact_ops = False     # each op made a CompactOperation as soon as it is built
 
     # ---- program structure ----
     def start(self, items):
@@ -84,7 +86,7 @@ class _Builder(Transformer):
             kind = type(item)
             if kind is Var:
                 inputs.append(item)
-            elif kind is Operation:
+            elif kind is Operation or kind is CompactOperation:
                 ops.append(item)
             elif kind is _Attrs:
                 attrs = dict(item)
@@ -113,8 +115,9 @@ class _Builder(Transformer):
                 attrs = dict(item)
             else:
                 blocks.append(item)
-        return Operation(type=call.type, inputs=call.inputs, outputs=outputs, blocks=blocks,
-                         attributes=attrs, loc=outputs[0].loc if outputs else call.loc)
+        op = Operation(type=call.type, inputs=call.inputs, outputs=outputs, blocks=blocks,
+                       attributes=attrs, loc=outputs[0].loc if outputs else call.loc)
+        return compact(op) if self.compact_ops else op
 
     def call(self, items):
         name, inputs = items[0], {}
@@ -140,7 +143,7 @@ class _Builder(Transformer):
             kind = type(item)
             if kind is Var:
                 inputs.append(item)
-            elif kind is Operation:
+            elif kind is Operation or kind is CompactOperation:
                 ops.append(item)
             else:
                 outputs.append(str(item))
@@ -345,8 +348,9 @@ def _dims(shape: tuple) -> str:
 class _Parser:
     def __init__(self):
         grammar = grammar_text("modelmil.lark")
+        self.builder = _Builder()
         self.lark = Lark(grammar, parser="lalr", lexer="contextual",
-                         transformer=_Builder(), start=["start", *FRAGMENTS], maybe_placeholders=False,
+                         transformer=self.builder, start=["start", *FRAGMENTS], maybe_placeholders=False,
                          cache=cache_path("modelmil", grammar))
         self.lock = threading.Lock()
 
@@ -374,11 +378,15 @@ def _describe(names) -> str:
     return describe_expected(names, _parser().lark)
 
 
-def _parse_once(text: str, start: str = "start"):
+def _parse_once(text: str, start: str = "start", compact: bool = False):
     parser = _parser()
     try:
         with parser.lock, bulk():
-            return parser.lark.parse(text, start=start)
+            parser.builder.compact_ops = compact
+            try:
+                return parser.lark.parse(text, start=start)
+            finally:
+                parser.builder.compact_ops = False
     except BuildFailure as e:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None
@@ -388,24 +396,25 @@ def _parse_once(text: str, start: str = "start"):
         raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
 
 
-def parse(text: str, filename: str | None = None) -> Program:
-    """Parse model.mil text; raise ParseError (with every error found, as for miltext's text)."""
-    return collect_errors(text, filename, _parse_rest)
+def parse(text: str, filename: str | None = None, compact: bool = False) -> Program:
+    """Parse model.mil text; raise ParseError (with every error found, as for miltext's text).
+    With `compact`, the plain ops are CompactOperations (miltext.ir.compact)."""
+    return collect_errors(text, filename, lambda attempt: _parse_rest(attempt, compact))
 
 
-def _parse_rest(text: str):
+def _parse_rest(text: str, compact: bool = False):
     """_parse_once, also after collect_errors took out a line at fault to look for more: when
     that took the header, there is nothing more to find."""
-    return _parse_once(text) if looks_like_modelmil(text) else Program()
+    return _parse_once(text, compact=compact) if looks_like_modelmil(text) else Program()
 
 
-def parse_fragment(text: str, what: str, filename: str | None = None):
+def parse_fragment(text: str, what: str, filename: str | None = None, compact: bool = False):
     """One piece of model.mil: an `operation` (a whole op line, `;` included) as an Operation,
     a `call` (`add(x = x, y = y)`) as (op type, inputs), a `type`, or a typed `value`."""
     if what not in FRAGMENTS:
         raise ValueError(f"what is one of {', '.join(FRAGMENTS)}, not {what!r}")
     try:
-        out = _parse_once(text, what)
+        out = _parse_once(text, what, compact)
     except LocatedError as e:
         raise ParseError(e.message, e.line, e.column, filename, source_line(text, e.line), None, text) from None
     return (out.type, out.inputs) if type(out) is _Call else out

@@ -1,0 +1,142 @@
+"""Operations kept in a third of the memory, for a reader that holds a big program for long and
+only reads it (the language server holds the program of every open text).
+
+An ordinary Operation costs two dicts, a list per argument, a list of outputs, an empty list of
+blocks and a Value, TensorData and list for its name: about 1.2 kB for a plain op line. A
+CompactOperation keeps its arguments as one tuple, its output (the Var) and its name (the
+string) as themselves, and makes the dicts, lists and the name's Value each time they are read. It is an Operation (same fields, equal to the ordinary op it was
+made from), so everything that reads programs reads it. The dicts and lists read from it are
+fresh each time: a change made inside them is not kept (the Values in them are the op's own).
+Assigning a field (`op.inputs = ...`) turns it back into an ordinary Operation, changed as usual.
+"""
+from __future__ import annotations
+
+from .program import Operation
+from .types import NO_ATTRIBUTES, TensorType
+from .values import TensorData, Value
+
+_STRING = TensorType("string")
+# The slots of Operation, which a CompactOperation fills with its compact forms.
+_SLOT = {name: Operation.__dict__[name] for name in ("type", "inputs", "outputs", "blocks", "attributes", "loc")}
+_INPUTS, _OUTPUTS, _ATTRIBUTES = _SLOT["inputs"], _SLOT["outputs"], _SLOT["attributes"]
+
+
+def compact(op: Operation) -> Operation:
+    """`op` as a CompactOperation when it is a plain op (no blocks of its own, a name that is a
+    string, if any), else `op` itself."""
+    if type(op) is not Operation or op.blocks:
+        return op
+    attributes = op.attributes
+    name = None
+    if "name" in attributes:
+        name = _plain_string(attributes["name"])
+        if name is None:
+            return op
+    if name is not None and len(attributes) == 1:
+        kept = name
+    else:
+        kept = tuple(x for key, value in attributes.items() for x in (key, name if key == "name" else value))
+    arguments = []
+    for key, bindings in op.inputs.items():
+        arguments.append(key)
+        arguments.append(bindings[0] if len(bindings) == 1 and type(bindings[0]) is str else tuple(bindings))
+    new = object.__new__(CompactOperation)
+    outputs = op.outputs
+    for field, value in (("type", op.type), ("inputs", tuple(arguments)),
+                         ("outputs", outputs[0] if len(outputs) == 1 else tuple(outputs)),
+                         ("blocks", ()), ("attributes", kept), ("loc", op.loc)):
+        _SLOT[field].__set__(new, value)
+    return new
+
+
+def _plain_string(value) -> str | None:
+    """The string of a string scalar Value that the compact form makes again equal, else None."""
+    if type(value) is not Value or value.doc or value.type != _STRING or value.type.attributes is not NO_ATTRIBUTES:
+        return None
+    data = value.data
+    if type(data) is not TensorData or data.field != "strings" or len(data.values) != 1:
+        return None
+    return data.values[0]
+
+
+def _name_value(name: str) -> Value:
+    return Value(_STRING, TensorData("strings", [name]))
+
+
+class CompactOperation(Operation):
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        """Made with arguments (dataclasses.replace does so): an ordinary Operation."""
+        return Operation(*args, **kwargs)
+
+    @property
+    def inputs(self) -> dict:
+        kept = _INPUTS.__get__(self)
+        return {kept[i]: [b] if type(b := kept[i + 1]) is str else list(b) for i in range(0, len(kept), 2)}
+
+    @inputs.setter
+    def inputs(self, value) -> None:
+        self._expand()
+        self.inputs = value
+
+    @property
+    def outputs(self) -> list:
+        kept = _OUTPUTS.__get__(self)
+        return list(kept) if type(kept) is tuple else [kept]
+
+    @outputs.setter
+    def outputs(self, value) -> None:
+        self._expand()
+        self.outputs = value
+
+    @property
+    def attributes(self) -> dict:
+        kept = _ATTRIBUTES.__get__(self)
+        if type(kept) is str:
+            return {"name": _name_value(kept)}
+        return {kept[i]: _name_value(kept[i + 1]) if kept[i] == "name" else kept[i + 1] for i in range(0, len(kept), 2)}
+
+    @attributes.setter
+    def attributes(self, value) -> None:
+        self._expand()
+        self.attributes = value
+
+    @property
+    def blocks(self) -> list:
+        return []
+
+    @blocks.setter
+    def blocks(self, value) -> None:
+        self._expand()
+        self.blocks = value
+
+    @property
+    def name(self) -> str | None:
+        kept = _ATTRIBUTES.__get__(self)
+        if type(kept) is str:
+            return kept
+        return next((kept[i + 1] for i in range(0, len(kept), 2) if kept[i] == "name"), None)
+
+    @name.setter
+    def name(self, name: str) -> None:
+        self._expand()
+        self.name = name
+
+    def _expand(self) -> None:
+        """Become an ordinary Operation, with the same contents."""
+        inputs, outputs, attributes = self.inputs, self.outputs, self.attributes
+        self.__class__ = Operation
+        self.inputs, self.outputs, self.attributes, self.blocks = inputs, outputs, attributes, []
+
+    def __eq__(self, other):
+        if not isinstance(other, Operation):
+            return NotImplemented
+        return (self.type, self.inputs, self.outputs, self.blocks, self.attributes) == \
+            (other.type, other.inputs, other.outputs, other.blocks, other.attributes)
+
+    __hash__ = None
+
+    def __reduce__(self):
+        """Copied or pickled as the ordinary Operation it stands for."""
+        return Operation, (self.type, self.inputs, self.outputs, self.blocks, self.attributes, self.loc)

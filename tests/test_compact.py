@@ -1,0 +1,146 @@
+"""Compact operations (miltext.ir.compact), which the language server holds: a program read with
+`compact=True` is the same program as one read without (equal, the same proto bytes, the same
+text) for every program of the corpus in both dialects, and a compact op behaves as an
+Operation where a reader or a writer of programs touches it."""
+import copy
+import dataclasses
+import pickle
+
+import pytest
+
+import miltext
+from conftest import case_id, corpus_files, proto_cases
+from miltext.ir import Block, Operation, Value, Var
+from miltext.ir.compact import CompactOperation, compact
+from miltext.model.text import parse_model
+from miltext.text.mil.parser import parse
+from miltext.text.modelmil.parser import parse as parse_modelmil
+
+
+def _ops(program):
+    stack = [b for fn in program.functions.values() for b in fn.blocks.values()]
+    while stack:
+        block = stack.pop()
+        for op in block.operations:
+            yield op
+            stack.extend(op.blocks)
+
+
+def _plain(op) -> bool:
+    """An op without blocks whose name, if any, is one string without a doc."""
+    name = op.attributes.get("name")
+    return not op.blocks and (name is None or (
+        name.type == Value.tensor("").type and not name.doc and name.data.field == "strings"
+        and len(name.data.values) == 1 and name.type.attributes == {}))
+
+
+@pytest.mark.parametrize("path", proto_cases(), ids=case_id)
+def test_a_compact_reading_is_the_same_program(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    program = miltext.Program.from_proto(data)
+    for dialect, reader in (("mil", parse), ("modelmil", parse_modelmil)):
+        try:
+            text = miltext.dumps(program, dialect)
+        except ValueError:   # what model.mil cannot write
+            continue
+        plain, compacted = reader(text), reader(text, compact=True)
+        assert compacted == plain and plain == compacted
+        assert compacted.to_bytes() == plain.to_bytes()
+        assert miltext.dumps(compacted, dialect) == miltext.dumps(plain, dialect) == text
+        for op in _ops(compacted):   # each op is compact but those that cannot be
+            assert (type(op) is CompactOperation) == _plain(op), op
+
+
+@pytest.mark.parametrize("path", corpus_files("modelmil", ".mil"), ids=case_id)
+def test_apples_model_mil_reads_the_same_compact(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    plain, compacted = parse_model(text).program, parse_model(text, compact=True).program
+    assert compacted == plain
+    assert compacted.to_bytes() == plain.to_bytes()
+    assert any(type(op) is CompactOperation for op in _ops(compacted))
+
+
+TEXT = '''main[CoreML7](%x: (1, 4, fp32)) {
+  block0() {
+    %w: (4, fp32) = const(val=[1.0, 2.0, 3.0, 4.0], name="w")
+    %y: (1, 4, fp32) = mul(x=%x, y=%w, name="y")
+    %c: (2, int32) = concat(values=(%x, %x), axis=0, interleave=false, name="c")
+    %l: (1, 4, fp32) = while_loop(loop_vars=(%y))
+      block1(%a: (1, 4, fp32)) {
+        %b: (1, 4, fp32) = relu(x=%a, name="b")
+      } -> (%b)
+  } -> (%l)
+}
+'''
+
+
+def test_what_is_compact_and_what_stays_ordinary():
+    program = parse(TEXT, compact=True)
+    ops = program.functions["main"].block.operations
+    const, mul, concat, loop = ops
+    assert [type(op) for op in ops] == [CompactOperation, CompactOperation, CompactOperation, Operation]
+    assert type(loop.blocks[0].operations[0]) is CompactOperation   # inside a block too
+    assert mul.name == "y" and mul.inputs == {"x": ["x"], "y": ["w"]}
+    assert concat.inputs["values"] == ["x", "x"]
+    assert list(const.attributes) == ["val", "name"]
+    # the Values are the op's own: a change to one is kept
+    assert const.attributes["val"] is const.attributes["val"]
+    assert mul.outputs[0] is mul.outputs[0]
+    assert program == parse(TEXT)
+
+
+def test_a_compact_op_written_to_becomes_ordinary():
+    program = parse(TEXT, compact=True)
+    block = program.functions["main"].block
+    mul = block.operations[1]
+    var = mul.outputs[0]
+    mul.inputs = {**mul.inputs, "y": ["x"]}
+    assert type(mul) is Operation
+    assert mul.inputs == {"x": ["x"], "y": ["x"]} and mul.outputs[0] is var and mul.name == "y"
+    mul.inputs["x"] = ["w"]    # an ordinary op's dicts are its own
+    assert mul.inputs["x"] == ["w"]
+    const = block.operations[0]
+    const.name = "weights"
+    assert type(const) is Operation and const.name == "weights" and list(const.attributes) == ["val", "name"]
+    concat = block.operations[2]
+    concat.blocks = [Block()]
+    assert type(concat) is Operation and len(concat.blocks) == 1
+
+
+def test_copies_and_replacements_are_ordinary_ops():
+    op = parse(TEXT, compact=True).functions["main"].block.operations[1]
+    assert type(op) is CompactOperation
+    for other in (copy.copy(op), copy.deepcopy(op), pickle.loads(pickle.dumps(op)),
+                  dataclasses.replace(op)):
+        assert type(other) is Operation and other == op
+    renamed = dataclasses.replace(op, type="add")
+    assert type(renamed) is Operation and renamed.type == "add" and renamed.inputs == op.inputs
+
+
+def test_only_plain_ops_are_made_compact():
+    named = Operation("relu", {"x": ["a"]}, [Var("b")], attributes={"name": Value.tensor(["b", "c"])})
+    assert compact(named) is named    # a name that is not one string
+    doc = Value.tensor("b")
+    doc.doc = "the name"
+    with_doc = Operation("relu", {"x": ["a"]}, [Var("b")], attributes={"name": doc})
+    assert compact(with_doc) is with_doc
+    nameless = compact(Operation("relu", {"x": ["a", None]}, [Var("b"), Var("c")]))
+    assert type(nameless) is CompactOperation
+    assert nameless.name is None and nameless.attributes == {} and nameless.inputs == {"x": ["a", None]}
+    assert [v.name for v in nameless.outputs] == ["b", "c"]
+    assert compact(nameless) is nameless
+
+
+def test_a_compact_program_takes_less_memory():
+    import tracemalloc
+    text = max((open(p, encoding="utf-8").read() for p in corpus_files("modelmil", ".mil")), key=len)
+    sizes = []
+    for compacted in (False, True):
+        tracemalloc.start()
+        program = parse_model(text, compact=compacted).program
+        sizes.append(tracemalloc.get_traced_memory()[0])
+        tracemalloc.stop()
+        del program
+    assert sizes[1] < 0.75 * sizes[0], sizes
