@@ -10,11 +10,13 @@ and once as Apple's model.mil. For each, the server runs as a subprocess spoken 
 - open      didOpen to its diagnostics
 - edit      a one-line edit (a letter typed into an op's name) to its diagnostics (median)
 - hover / definition   on a %name in the middle of the document (median)
+- outline / hints   the document's symbols, and the inlay hints of its first 200 lines (what an
+            editor asks after each change; median)
 - burst     20 keystrokes 50 ms apart: the last key to the diagnostics of the final text
 - memory    the server's resident memory: idle (started and warmed up, before the open, in MB);
-            its growth from then to after the edits, as a multiple of the text (what the
-            document costs); and all of it as a multiple of the text (the interpreter and its
-            modules, some 60 MB, included)
+            its growth from then to after all of the above (and the outline asked once more
+            after the burst), as a multiple of the text (what the document costs); and all of
+            it as a multiple of the text (the interpreter and its modules, some 60 MB, included)
 
 With --baseline REV, the server as it was at git revision REV runs the same steps in the same
 run (its tree exported to a temporary folder), and the ratios old/new are printed. A benchmark,
@@ -205,6 +207,17 @@ def measure(command, env, cwd, path: Path, dialect: str, reps: int) -> dict:
             times.append(at - sent)
         out[key] = statistics.median(times)
         out[key + "_answered"] = answer is not None
+    doc = {"textDocument": {"uri": uri}}
+    hint_range = {"start": {"line": 0, "character": 0}, "end": {"line": 200, "character": 0}}
+    for method, key, params in (("textDocument/documentSymbol", "outline", doc),
+                                ("textDocument/inlayHint", "hints", {**doc, "range": hint_range})):
+        times = []
+        for _ in range(reps):
+            sent = time.perf_counter()
+            at, answer = s.request(method, params)
+            times.append(at - sent)
+        out[key] = statistics.median(times)
+        out[key + "_answered"] = answer is not None
     # A hover right after an edit, before its diagnostics: the server must catch up first.
     sent = change("q", column)
     at, answer = s.request("textDocument/hover", pos)
@@ -221,6 +234,7 @@ def measure(command, env, cwd, path: Path, dialect: str, reps: int) -> dict:
     at, _ = s.diagnostics(version, count=len(word))
     out["burst_last"] = at - sent_last
     time.sleep(1.0)  # the whole check the server runs once the typing stops
+    s.request("textDocument/documentSymbol", doc)   # as an editor does after a change
     after = s.idle_rss()
     out["memory_idle_mb"] = before / 2**20
     out["memory_growth"] = (after - before) / len(text.encode())
@@ -244,6 +258,7 @@ def baseline_tree(rev: str) -> Path:
 
 ROWS = [("open", "open (s)"), ("edit", "one-line edit -> diagnostics (s, median)"),
         ("hover", "hover (s, median)"), ("definition", "definition (s, median)"),
+        ("outline", "outline: document symbols (s, median)"), ("hints", "inlay hints, 200 lines (s, median)"),
         ("hover_after_edit", "hover right after an edit (s)"),
         ("burst_last", "20 keys 50 ms apart: last key -> diagnostics (s)"),
         ("memory_idle_mb", "idle server, warmed up, before the open (MB)"),

@@ -1,8 +1,8 @@
 """What the language server keeps for a document, per byte of its text: an analysis of a
 generated 3000-op model (after its whole check, a hover, references, the outline and an edit),
 measured with tracemalloc, in both dialects. The object model of the program is most of it; the
-bound leaves room for that and catches what would keep a copy of the names, places or text of
-each op, as the server once did. The text itself (the editor's copy) is not counted. Latency and resident memory are
+bound leaves room for that and catches what would keep ordinary ops instead of compact ones, or
+a copy of the names, places or text of each op, as the server once did. The text itself (the editor's copy) is not counted. Latency and resident memory are
 bench/lsp_latency.py's."""
 import gc
 import tracemalloc
@@ -13,9 +13,10 @@ import miltext
 from miltext.lsp.analysis import Analysis, warm_up
 
 LAYERS = 750   # four ops each
-# Bytes kept per byte of text: today some 16 (mil) and 12 (model.mil, whose text is wordier),
-# 13 and 10 of them the object model; the server before keeping less was at 37 and 26.
-BOUND = {"mil": 22, "modelmil": 17}
+# Bytes kept per byte of text: today some 8.4 (mil) and 5.0 (model.mil, whose text is wordier),
+# most of it the program in compact ops (miltext.ir.compact); with ordinary ops it was 16 and
+# 12, and the server before keeping less was at 37 and 26.
+BOUND = {"mil": 11, "modelmil": 7}
 
 
 def model_text(dialect: str) -> str:
@@ -55,3 +56,37 @@ def test_an_analysis_keeps_a_few_times_its_text(dialect):
         tracemalloc.stop()
     assert a.program is not None and len(a.reading.pieces) == 4 * LAYERS
     assert kept / len(text) < BOUND[dialect], f"{kept / len(text):.1f} bytes kept per byte of text, {kept / (4 * LAYERS):.0f} per op"
+
+
+def _started_with(env: dict) -> list[str]:
+    """The environment of `miltext lsp` once it answers `initialize`, started with `env`."""
+    import os
+    import subprocess
+    import sys
+    from miltext.lsp.transport import frame, read_message
+    proc = subprocess.Popen([sys.executable, "-m", "miltext.cli", "lsp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        proc.stdin.write(frame({"id": 1, "method": "initialize",
+                                "params": {"processId": os.getpid(), "rootUri": None, "capabilities": {}}}))
+        proc.stdin.flush()
+        answer = read_message(proc.stdout)   # the editor's pipes carry on into the new process
+        assert answer is not None and answer.get("id") == 1 and "capabilities" in answer["result"]
+        with open(f"/proc/{proc.pid}/environ", "rb") as f:
+            return f.read().decode().split("\0")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_server_runs_on_the_c_librarys_allocator():
+    """On glibc the server starts again with PYTHONMALLOC=malloc (see miltext.lsp.allocator);
+    an allocator the user chose stays."""
+    import os
+    import sys
+    from miltext.lsp.allocator import _glibc
+    if not sys.platform.startswith("linux"):
+        pytest.fail("this test reads /proc: run it on Linux, as CI does", pytrace=False)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
+    assert ("PYTHONMALLOC=malloc" in _started_with(env)) == (_glibc() is not None)
+    assert "PYTHONMALLOC=pymalloc" in _started_with({**env, "PYTHONMALLOC": "pymalloc"})

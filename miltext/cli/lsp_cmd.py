@@ -14,6 +14,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from ..lsp.allocator import use_the_system_allocator
+    use_the_system_allocator()
     try:
         from ..lsp.server import serve
     except ModuleNotFoundError as e:

@@ -116,22 +116,24 @@ class Reading:
                 cached.setdefault(before_lines.span(p.line, p.line + p.end - p.start), []).append(p)
         was = {id(p) for p in before}
         fresh = [piece for piece in pieces if id(piece) not in was]
-        texts = {id(piece): self.lines.span(piece.start, piece.end) for piece in fresh}
-        new = sum(1 for piece in fresh if not cached.get(texts[id(piece)]))
+        # the text of each new piece, to find it among the previous ones (when there are any:
+        # opening a text, this would be a second copy of it, in small pieces among the ops)
+        texts = {id(piece): self.lines.span(piece.start, piece.end) for piece in fresh} if cached else {}
+        new = sum(1 for piece in fresh if not cached.get(texts[id(piece)])) if cached else len(fresh)
         whole = self._whole_ops() if new > WHOLE_AFTER else None
         for piece in pieces:
             if id(piece) in was:   # kept: its ops are where they were, its place may have moved
                 _settle(piece)
                 continue
-            text = texts[id(piece)]
-            found = cached.get(text)
+            text = texts.get(id(piece))
+            found = cached.get(text) if text is not None else None
             if found:
                 piece.took(found.pop())
                 _settle(piece)
             elif whole is not None:
                 piece.ops = whole.get(piece.start, ())
             else:
-                self._parse_op(text, piece)
+                self._parse_op(text if text is not None else self.lines.span(piece.start, piece.end), piece)
                 self.reparsed += 1
         return pieces
 

@@ -10,8 +10,6 @@ Analysis counts code points.
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import functools
 import gc
 from urllib.parse import unquote, urlparse
 
@@ -20,6 +18,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from .allocator import keep_big_blocks_apart, release_memory
 from .analysis import Analysis, CannotFormat, warm_up
 from .transport import REFUSED, BoundedReader
 
@@ -92,6 +91,9 @@ class MilServer(LanguageServer):
         return (p.line, p.character)
 
     def range_of(self, a: Analysis, span: tuple) -> lsp.Range:
+        if a.source.ascii:   # a character is one unit in every encoding: nothing to convert
+            (l1, c1), (l2, c2) = span
+            return lsp.Range(start=lsp.Position(line=l1, character=c1), end=lsp.Position(line=l2, character=c2))
         codec, lines = self.workspace.position_codec, a.source.lines
         start, end = (codec.position_to_client_units(lines, lsp.Position(line=p[0], character=p[1]))
                       for p in span)
@@ -295,35 +297,6 @@ def refused(ls: MilServer, params):
     ls.window_show_message(lsp.ShowMessageParams(
         type=lsp.MessageType.Error,
         message=f"miltext: a message of {params.size:,} bytes was refused (the limit is {params.limit:,})"))
-
-
-def release_memory() -> None:
-    """Hand the memory that parsing or a whole check left free back to the system (glibc keeps
-    it otherwise): a few milliseconds, after the work that leaves much garbage."""
-    libc = _glibc()
-    if libc is not None:
-        libc.malloc_trim(0)
-
-
-def keep_big_blocks_apart() -> None:
-    """Have glibc give each big block (a document's text: every edit makes a new one) pages of
-    its own, returned when it is freed. Left to itself, glibc raises this threshold past the
-    size of the first such block freed, and the texts after it stay in the heap, a few MB."""
-    libc = _glibc()
-    if libc is not None:
-        libc.mallopt(M_MMAP_THRESHOLD, 128 << 10)
-
-
-M_MMAP_THRESHOLD = -3   # glibc's mallopt parameter
-
-
-@functools.cache
-def _glibc():
-    try:
-        libc = ctypes.CDLL(None)
-    except OSError:
-        return None
-    return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
 
 
 def _path(uri: str) -> str | None:

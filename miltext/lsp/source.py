@@ -69,6 +69,15 @@ class Source:
         self.text = text
         self.lines = Lines(text) if lines is None else lines
         self.layout = None   # a lsp.layout.Layout of the text, when there is one: where its frame braces close
+        self._ascii = None
+
+    @property
+    def ascii(self) -> bool:
+        """Whether the text is all ASCII (most are): then a place counts the same in code
+        points, UTF-16 and UTF-8 units."""
+        if self._ascii is None:
+            self._ascii = self.text.isascii()
+        return self._ascii
 
     @property
     def _starts(self) -> array:

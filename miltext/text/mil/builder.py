@@ -11,7 +11,7 @@ from ... import dtypes
 from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
                    Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
 from ...ir.compact import compact
-from ...ir.types import MISSING
+from ...ir.types import MISSING, NO_ATTRIBUTES
 from ..section_syntax import Call, Feature, Section
 from .. import blob_layout, lexemes
 from ..parse_errors import BuildFailure, place_of
@@ -116,6 +116,7 @@ class _Builder(Transformer):
         self.current = None  # the token the lexer handed over last (a fallback place for errors)
         self.type_depth: dict = {}  # id(composite type) -> how deep it nests, during one parse
         self.simple_types: dict = {}  # TENSOR_TYPE text -> its TensorType, shared: types repeat
+        self.tensor_types: dict = {}  # (dtype, shape, rank) -> the one TensorType of vars and values
         self.implied_blobs = False    # a `blob` without its offset was read (blob_layout fills them in)
         self.compact_ops = False      # each op made a CompactOperation as soon as it is built
 
@@ -134,11 +135,19 @@ class _Builder(Transformer):
 
     def _value(self, lit, pos=None) -> Value:
         try:
-            return default_value(lit)
+            return self._one_type(default_value(lit))
         except LiteralError as e:
             self._fail(str(e), _element_pos(lit, e) or getattr(lit, "pos", None) or pos)
         except RecursionError:
             self._fail("this value is nested too deeply", getattr(lit, "pos", None) or pos)
+
+    def _one_type(self, value: Value) -> Value:
+        """`value` with the one instance of its tensor type this parse holds: a program has
+        thousands of consts of a few types (and a type is never changed in place)."""
+        t = value.type
+        if type(t) is TensorType and t.attributes is NO_ATTRIBUTES:
+            value.type = self.tensor_types.setdefault((t.dtype, t.shape, t.rank), t)
+        return value
 
     # ---- program structure ----
     def start(self, items):
@@ -325,7 +334,8 @@ class _Builder(Transformer):
             else:
                 try:
                     if first == '"' or first == "[":  # the commonest literals, straight to values
-                        value = string_value(intern(raw[1:-1])) if first == '"' else default_value(read_numbers(raw, None))
+                        value = string_value(intern(raw[1:-1])) if first == '"' else \
+                            self._one_type(default_value(read_numbers(raw, None)))
                         target, payload = (attributes, value) if key in ("name", "val") else (inputs, [value])
                     else:
                         kind, key, payload = self.argument([key, self._simple_value(raw, line, column)])
@@ -522,7 +532,8 @@ class _Builder(Transformer):
         sizes = [d for d in shape if type(d) is int]
         if sizes and max(sizes) > MAX_DIM:
             self._fail(f"a dimension must be below 2^64 ({max(sizes)})", place_of(tok) or at)
-        self.simple_types[str(tok)] = known = TensorType(dtypes.by_name(dtype).name, shape)
+        known = TensorType(dtypes.by_name(dtype).name, shape)
+        self.simple_types[str(tok)] = known = self.tensor_types.setdefault((known.dtype, shape, None), known)
         return known
 
     def simple_typed_value(self, items):

@@ -77,6 +77,7 @@ class _Parser:
             finally:
                 self.builder.type_depth.clear()
                 self.builder.simple_types.clear()
+                self.builder.tensor_types.clear()
             self.tracker.tracking = True
             try:
                 return self.lark.parse(text)
@@ -87,6 +88,8 @@ class _Parser:
                 self.tracker.tracking = False
                 self.builder.current = None
                 self.builder.type_depth.clear()
+                self.builder.simple_types.clear()
+                self.builder.tensor_types.clear()
                 self.builder.compact_ops = False
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from sys import intern  # a name is written many times (declared, read, the op's name): hold it once
 
 from lark import Lark, Transformer
 from lark.exceptions import UnexpectedInput
@@ -61,6 +62,7 @@ class _Builder(Transformer):
     def __init__(self):
         super().__init__()
         self.plain_types: dict = {}  # TENSOR_TYPE text -> its TensorType: real files repeat a few
+        self.scalar_types: dict = {}  # dtype -> the TensorType of its scalars
         self.compact_ops = False     # each op made a CompactOperation as soon as it is built
 
     # ---- program structure ----
@@ -98,7 +100,7 @@ class _Builder(Transformer):
 
     def param(self, items):
         vtype, name = items
-        return Var(str(name), vtype, loc=place_of(name))
+        return Var(intern(str(name)), vtype, loc=place_of(name))
 
     def outputs(self, items):
         return _Outputs(items)
@@ -124,15 +126,15 @@ class _Builder(Transformer):
         for key, bindings in items[1:]:
             if key in inputs:
                 _fail(f"input {str(key)!r} is given twice", place_of(key))
-            inputs[str(key)] = bindings
-        return _Call(str(name), inputs, place_of(name))
+            inputs[intern(str(key))] = bindings
+        return _Call(intern(str(name)), inputs, place_of(name))
 
     def argument(self, items):
         key, binding = items
         return key, list(binding) if type(binding) is _Bindings else [binding]
 
     def ref(self, items):
-        return str(items[0])
+        return intern(str(items[0]))
 
     def bindings(self, items):
         return _Bindings(items)
@@ -154,7 +156,7 @@ class _Builder(Transformer):
         for key, value in items:
             if key in out:
                 _fail(f"attribute {str(key)!r} is given twice", place_of(key))
-            out[str(key)] = value
+            out[intern(str(key))] = value
         return out
 
     op_attributes = attributes
@@ -206,9 +208,12 @@ class _Builder(Transformer):
         tok = items[0]
         m = _SCALAR_VALUE.match(tok)
         dtype, text = m.group(1) or m.group(2), m.group(3)
+        vtype = self.scalar_types.get(dtype)
+        if vtype is None:
+            vtype = self.scalar_types[dtype] = TensorType(dtype)   # shared, as types are
         if text[0] == '"':
             try:
-                return Value(TensorType(dtype), literal_data(TensorType(dtype), lexemes.unquote(text)))
+                return Value(vtype, literal_data(vtype, intern(lexemes.unquote(text))))
             except ValueError as e:  # a bad escape, or a string where the dtype is not string
                 offset = m.start(3) + getattr(e, "offset", 0)
                 _fail(str(e), (tok.line, tok.column + offset))
@@ -219,7 +224,7 @@ class _Builder(Transformer):
         else:
             lit = int(text)
         try:
-            return Value(TensorType(dtype), literal_data(TensorType(dtype), lit))
+            return Value(vtype, literal_data(vtype, lit))
         except LiteralError as e:
             _fail(str(e), (tok.line, tok.column + m.start(3)))
 
