@@ -915,6 +915,37 @@ def test_a_palette_of_vectors_fills_along_the_vector_axis():
     same(across, [[a + a, b + a], [b + b, a + a]], exact=True)
 
 
+SPARSE_MASK = [[1, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 1], [0, 1, 1, 0, 1, 0], [0, 0, 0, 1, 0, 0]]
+SPARSE_INDICES = "(9, uint1)([0, 1, 1, 0, 1, 1, 0, 0, 1])"
+
+
+def test_a_sparse_palette_of_scalars_looks_up_each_nonzero():
+    mask, values = _consts(
+        f"%m, %d = constexpr_lut_to_sparse(indices_mask=(4, 6, uint1)({SPARSE_MASK}), "
+        f"indices_nonzero_data={SPARSE_INDICES}, lut=(1, 1, 2, 1, fp16)([[[[2.0], [3.0]]]]))", outputs=("m", "d"))
+    same(mask, SPARSE_MASK, exact=True)
+    same(values, [2, 3, 3, 2, 3, 3, 2, 2, 3], exact=True)
+
+
+def test_a_sparse_palette_of_vectors_repeats_mask_and_values_along_the_vector_axis():
+    """The iOS18 definition's example: each nonzero becomes two rows (vector_axis 0)."""
+    mask, values = _consts(
+        f"%m, %d = constexpr_lut_to_sparse(indices_mask=(4, 6, uint1)({SPARSE_MASK}), "
+        f"indices_nonzero_data={SPARSE_INDICES}, lut=(1, 1, 2, 2, fp16)([[[[2.0, 2.0], [3.0, 3.0]]]]), "
+        "vector_axis=0)", outputs=("m", "d"))
+    same(mask, np.repeat(SPARSE_MASK, 2, axis=0), exact=True)
+    dense = [[2, 3, 0, 0, 0, 0], [2, 3, 0, 0, 0, 0], [3, 2, 0, 0, 0, 3], [3, 2, 0, 0, 0, 3],
+             [0, 3, 2, 0, 2, 0], [0, 3, 2, 0, 2, 0], [0, 0, 0, 3, 0, 0], [0, 0, 0, 3, 0, 0]]
+    same(values, [v for row in dense for v in row if v], exact=True)
+    # different values within a vector land in order along the axis: (a, b) down a column
+    mask, values = _consts(
+        "%m, %d = constexpr_lut_to_sparse(indices_mask=(1, 2, uint1)([[0, 1]]), "
+        "indices_nonzero_data=(1, uint1)([1]), lut=(1, 1, 2, 2, fp32)([[[[0.0, 0.0], [7.0, 8.0]]]]), "
+        "vector_axis=-1)", outputs=("m", "d"))
+    same(mask, [[0, 0, 1, 1]], exact=True)
+    same(values, [7, 8], exact=True)
+
+
 def test_sparse_blockwise_shift_scale_dequantizes_each_nonzero_by_its_column():
     mask = [[1, 1, 0, 0], [1, 1, 1, 0], [0, 0, 1, 1], [1, 1, 0, 0]]
     got_mask, values = _consts(
@@ -933,6 +964,14 @@ def test_conv_quantized_convolves_with_the_dequantized_weight():
     line = (f'%y = conv_quantized(x=%x, weight=(2, 2, 1, 1, uint8)({q.tolist()}), quantization_type="linear", '
             'quant_scale=fp32([0.5, 2.0]), quant_bias=fp32([-1.0, 1.0]))')
     same(run_op(line, x=x), np.einsum("oc,nchw->nohw", w, x))
+
+
+def test_conv_quantized_with_a_table_says_why_it_does_not_run():
+    from miltext.interpreter import RunError
+    line = ('%y = conv_quantized(x=%x, weight=(1, 1, 1, 1, uint8)([[[[1]]]]), quantization_type="lut", '
+            'quant_scale=fp32([0.5]), quant_bias=fp32([0.0]))')
+    with pytest.raises(RunError, match="conv_quantized.*'lut'.*scale and a bias"):
+        run_op(line, x=f32(np.ones((1, 1, 1, 1))))
 
 
 # resize_bilinear's grids (its Notes) with the box [1, 4] of a row whose values are their x:

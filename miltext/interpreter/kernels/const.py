@@ -118,9 +118,22 @@ def lut_to_sparse(a):
     mask = np.asarray(a("indices_mask"))
     indices = np.asarray(a("indices_nonzero_data")).reshape(-1).astype(np.int64)
     lut = np.asarray(a("lut"))
-    if lut.shape[-1] != 1:
-        raise RunError(f"a palette of vectors ({lut.shape[-1]} values each) is not run yet")
     places = np.nonzero(mask)                       # row-major, as the nonzero data is stored
     blocks = lut.shape[:mask.ndim]
     block_index = tuple(p // (size // n) for p, size, n in zip(places, mask.shape, blocks))
-    return mask, lut[block_index + (indices,)][..., 0]
+    values = lut[block_index + (indices,)]          # (nonzero count, vector size)
+    vector = lut.shape[-1]
+    if vector == 1:
+        return mask, values[:, 0]
+    # each nonzero place becomes `vector` places in a row along vector_axis, in mask and data
+    axis = a.scalar("vector_axis", None)
+    if axis is None:
+        raise RunError(f"a palette of vectors ({vector} values each) needs vector_axis")
+    axis %= mask.ndim
+    expanded = np.repeat(mask, vector, axis=axis)
+    dense = np.zeros(expanded.shape, lut.dtype)
+    for k in range(vector):
+        at = list(places)
+        at[axis] = places[axis] * vector + k
+        dense[tuple(at)] = values[:, k]
+    return expanded, dense[expanded.astype(bool)]

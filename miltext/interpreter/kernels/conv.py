@@ -81,7 +81,8 @@ def conv_quantized(a):
     scale and bias one value or one per output channel."""
     kind = str(a.scalar("quantization_type"))
     if kind != "linear":
-        raise RunError(f"conv_quantized runs quantization_type linear, not {kind!r} yet")
+        raise RunError(f"conv_quantized runs quantization_type linear only, not {kind!r}: the op's "
+                       "definition does not say how a table is given (only a scale and a bias)")
     q = wide(a("weight"))
 
     def per_channel(v):
