@@ -4,8 +4,9 @@ only reads it (the language server holds the program of every open text).
 An ordinary Operation costs two dicts, a list per argument, a list of outputs, an empty list of
 blocks and a Value, TensorData and list for its name: about 1.2 kB for a plain op line. A
 CompactOperation keeps its arguments as one tuple, its output (the Var) and its name (the
-string) as themselves, and makes the dicts, lists and the name's Value each time they are read. It is an Operation (same fields, equal to the ordinary op it was
-made from), so everything that reads programs reads it. The dicts and lists read from it are
+string) as themselves, and makes the dicts, lists and the name's Value each time they are read.
+It is an Operation (same fields, equal to the ordinary op it was made from), so everything that
+reads programs reads it. The dicts and lists read from it are
 fresh each time: a change made inside them is not kept (the Values in them are the op's own).
 Assigning a field (`op.inputs = ...`) turns it back into an ordinary Operation, changed as usual.
 """
@@ -54,7 +55,8 @@ def _plain_string(value) -> str | None:
     if type(value) is not Value or value.doc or value.type != _STRING or value.type.attributes is not NO_ATTRIBUTES:
         return None
     data = value.data
-    if type(data) is not TensorData or data.field != "strings" or len(data.values) != 1:
+    if type(data) is not TensorData or data.field != "strings" or len(data.values) != 1 \
+            or type(data.values[0]) is not str:
         return None
     return data.values[0]
 
