@@ -57,6 +57,6 @@ def keep_big_blocks_apart() -> None:
 def _glibc():
     try:
         libc = ctypes.CDLL(None)
-    except OSError:
+    except (OSError, TypeError):   # TypeError: Windows, where there is no process-wide library
         return None
     return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None

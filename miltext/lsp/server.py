@@ -47,9 +47,11 @@ class MilServer(LanguageServer):
 
     def release_later(self) -> None:
         """release_memory once the answer being made (a big one: an outline, hints, all the
-        names in scope) has been sent and dropped."""
-        if self._release is None:
-            self._release = asyncio.get_event_loop().call_later(RELEASE_AFTER, self._released)
+        names in scope) has been sent and dropped, and no other such request came meanwhile
+        (one full collection, some 30 ms at 10k ops, once the requests pause)."""
+        if self._release is not None:
+            self._release.cancel()
+        self._release = asyncio.get_event_loop().call_later(RELEASE_AFTER, self._released)
 
     def _released(self) -> None:
         self._release = None
