@@ -198,18 +198,11 @@ def measure(command, env, cwd, path: Path, dialect: str, reps: int) -> dict:
     out["edit"] = statistics.median(edits)
 
     uline, ucol = use_place(lines, dialect)
-    pos = {"textDocument": {"uri": uri}, "position": {"line": uline, "character": ucol}}
-    for method, key in (("textDocument/hover", "hover"), ("textDocument/definition", "definition")):
-        times, answer = [], None
-        for _ in range(reps):
-            sent = time.perf_counter()
-            at, answer = s.request(method, pos)
-            times.append(at - sent)
-        out[key] = statistics.median(times)
-        out[key + "_answered"] = answer is not None
     doc = {"textDocument": {"uri": uri}}
+    pos = {**doc, "position": {"line": uline, "character": ucol}}
     hint_range = {"start": {"line": 0, "character": 0}, "end": {"line": 200, "character": 0}}
-    for method, key, params in (("textDocument/documentSymbol", "outline", doc),
+    for method, key, params in (("textDocument/hover", "hover", pos), ("textDocument/definition", "definition", pos),
+                                ("textDocument/documentSymbol", "outline", doc),
                                 ("textDocument/inlayHint", "hints", {**doc, "range": hint_range})):
         times = []
         for _ in range(reps):

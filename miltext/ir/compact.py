@@ -65,6 +65,38 @@ def _name_value(name: str) -> Value:
     return Value(_STRING, TensorData("strings", [name]))
 
 
+def _read_inputs(op) -> dict:
+    kept = _INPUTS.__get__(op)
+    return {kept[i]: [b] if type(b := kept[i + 1]) is str else list(b) for i in range(0, len(kept), 2)}
+
+
+def _read_outputs(op) -> list:
+    kept = _OUTPUTS.__get__(op)
+    return list(kept) if type(kept) is tuple else [kept]
+
+
+def _read_attributes(op) -> dict:
+    kept = _ATTRIBUTES.__get__(op)
+    if type(kept) is str:
+        return {"name": _name_value(kept)}
+    return {kept[i]: _name_value(kept[i + 1]) if kept[i] == "name" else kept[i + 1] for i in range(0, len(kept), 2)}
+
+
+def _read_name(op) -> str | None:
+    kept = _ATTRIBUTES.__get__(op)
+    if type(kept) is str:
+        return kept
+    return next((kept[i + 1] for i in range(0, len(kept), 2) if kept[i] == "name"), None)
+
+
+def _until_written(field: str, read) -> property:
+    """A field read from the compact form; written, it makes the op ordinary first."""
+    def write(op, value) -> None:
+        op._expand()
+        setattr(op, field, value)
+    return property(read, write)
+
+
 class CompactOperation(Operation):
     __slots__ = ()
 
@@ -72,58 +104,11 @@ class CompactOperation(Operation):
         """Made with arguments (dataclasses.replace does so): an ordinary Operation."""
         return Operation(*args, **kwargs)
 
-    @property
-    def inputs(self) -> dict:
-        kept = _INPUTS.__get__(self)
-        return {kept[i]: [b] if type(b := kept[i + 1]) is str else list(b) for i in range(0, len(kept), 2)}
-
-    @inputs.setter
-    def inputs(self, value) -> None:
-        self._expand()
-        self.inputs = value
-
-    @property
-    def outputs(self) -> list:
-        kept = _OUTPUTS.__get__(self)
-        return list(kept) if type(kept) is tuple else [kept]
-
-    @outputs.setter
-    def outputs(self, value) -> None:
-        self._expand()
-        self.outputs = value
-
-    @property
-    def attributes(self) -> dict:
-        kept = _ATTRIBUTES.__get__(self)
-        if type(kept) is str:
-            return {"name": _name_value(kept)}
-        return {kept[i]: _name_value(kept[i + 1]) if kept[i] == "name" else kept[i + 1] for i in range(0, len(kept), 2)}
-
-    @attributes.setter
-    def attributes(self, value) -> None:
-        self._expand()
-        self.attributes = value
-
-    @property
-    def blocks(self) -> list:
-        return []
-
-    @blocks.setter
-    def blocks(self, value) -> None:
-        self._expand()
-        self.blocks = value
-
-    @property
-    def name(self) -> str | None:
-        kept = _ATTRIBUTES.__get__(self)
-        if type(kept) is str:
-            return kept
-        return next((kept[i + 1] for i in range(0, len(kept), 2) if kept[i] == "name"), None)
-
-    @name.setter
-    def name(self, name: str) -> None:
-        self._expand()
-        self.name = name
+    inputs = _until_written("inputs", _read_inputs)
+    outputs = _until_written("outputs", _read_outputs)
+    attributes = _until_written("attributes", _read_attributes)
+    blocks = _until_written("blocks", lambda op: [])
+    name = _until_written("name", _read_name)
 
     def _expand(self) -> None:
         """Become an ordinary Operation, with the same contents."""
