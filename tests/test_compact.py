@@ -1,6 +1,7 @@
 """Compact operations (miltext.ir.compact), which the language server holds: a program read with
-`compact=True` is the same program as one read without (equal, the same proto bytes, the same
-text) for every program of the corpus in both dialects, and a compact op behaves as an
+`editing=True` (and its implied blob offsets then filled in) is the same program as one read
+without (equal, the same proto bytes, the same text) for every program of the corpus in both
+dialects, and a compact op behaves as an
 Operation where a reader or a writer of programs touches it."""
 import copy
 import dataclasses
@@ -13,6 +14,7 @@ from conftest import case_id, corpus_files, proto_cases
 from miltext.ir import Block, Operation, Value, Var
 from miltext.ir.compact import CompactOperation, compact
 from miltext.model.text import parse_model
+from miltext.text import blob_layout
 from miltext.text.mil.parser import parse
 from miltext.text.modelmil.parser import parse as parse_modelmil
 
@@ -44,7 +46,8 @@ def test_a_compact_reading_is_the_same_program(path):
             text = miltext.dumps(program, dialect)
         except ValueError:   # what model.mil cannot write
             continue
-        plain, compacted = reader(text), reader(text, compact=True)
+        plain, compacted = reader(text), reader(text, editing=True)
+        assert blob_layout.fill_in(compacted) is None
         assert compacted == plain and plain == compacted
         assert compacted.to_bytes() == plain.to_bytes()
         assert miltext.dumps(compacted, dialect) == miltext.dumps(plain, dialect) == text
@@ -56,7 +59,7 @@ def test_a_compact_reading_is_the_same_program(path):
 def test_apples_model_mil_reads_the_same_compact(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    plain, compacted = parse_model(text).program, parse_model(text, compact=True).program
+    plain, compacted = parse_model(text).program, parse_model(text, editing=True).program
     assert compacted == plain
     assert compacted.to_bytes() == plain.to_bytes()
     assert any(type(op) is CompactOperation for op in _ops(compacted))
@@ -77,7 +80,7 @@ TEXT = '''main[CoreML7](%x: (1, 4, fp32)) {
 
 
 def test_what_is_compact_and_what_stays_ordinary():
-    program = parse(TEXT, compact=True)
+    program = parse(TEXT, editing=True)
     ops = program.functions["main"].block.operations
     const, mul, concat, loop = ops
     assert [type(op) for op in ops] == [CompactOperation, CompactOperation, CompactOperation, Operation]
@@ -92,7 +95,7 @@ def test_what_is_compact_and_what_stays_ordinary():
 
 
 def test_a_compact_op_written_to_becomes_ordinary():
-    program = parse(TEXT, compact=True)
+    program = parse(TEXT, editing=True)
     block = program.functions["main"].block
     mul = block.operations[1]
     var = mul.outputs[0]
@@ -110,7 +113,7 @@ def test_a_compact_op_written_to_becomes_ordinary():
 
 
 def test_copies_and_replacements_are_ordinary_ops():
-    op = parse(TEXT, compact=True).functions["main"].block.operations[1]
+    op = parse(TEXT, editing=True).functions["main"].block.operations[1]
     assert type(op) is CompactOperation
     for other in (copy.copy(op), copy.deepcopy(op), pickle.loads(pickle.dumps(op)),
                   dataclasses.replace(op)):
@@ -139,7 +142,7 @@ def test_a_compact_program_takes_less_memory():
     sizes = []
     for compacted in (False, True):
         tracemalloc.start()
-        program = parse_model(text, compact=compacted).program
+        program = parse_model(text, editing=compacted).program
         sizes.append(tracemalloc.get_traced_memory()[0])
         tracemalloc.stop()
         del program

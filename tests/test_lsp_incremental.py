@@ -112,3 +112,45 @@ def test_changed_lines_of_texts_is_that_of_their_lines():
         a, b = "\n".join(old), "\n".join(new)
         assert list(Lines(a)) == old and [Lines(a)[n] for n in range(len(old))] == old
         assert changed_lines(Lines(a), Lines(b)) == changed_lines(old, new), (old, new)
+
+
+def _blobs(program) -> list:
+    from miltext.ir import Blob
+    from miltext.text.blob_layout import values
+    return [(v.data.offset, v.data.file) for v, _ in values(program) if isinstance(v.data, Blob)]
+
+
+def test_implied_blob_offsets_are_those_of_the_whole_text():
+    """A converted model's canonical text writes its weights as `blob`, each offset following
+    from the blobs before it. The server reads such a text op by op: the offsets are still the
+    whole text's, after an open, an edit of a weight's line, a weight put in before the others
+    (every offset after it moves) and taken out again."""
+    with open(os.path.join(CORPUS, "conversions", "convnext.pb"), "rb") as f:
+        converted = miltext.Program.from_proto(f.read())
+    text = miltext.dumps(converted)
+    lines = text.split("\n")
+    first = next(n for n, line in enumerate(lines) if "(blob)" in line)
+    renamed = list(lines)
+    renamed[first] = renamed[first].replace('name="', 'name="q', 1)
+    inserted = lines[:first] + ['    %extra_w: (4, fp32) = const(val=(4, fp32)(blob), name="extra_w")'] + lines[first:]
+    a = Analysis(text)
+    assert len(a.reading.pieces) < 200   # read op by op, not as a whole
+    assert _blobs(a.program) == _blobs(converted) and len(_blobs(converted)) > 10
+    for edited_text in ("\n".join(renamed), "\n".join(inserted), text):
+        a = Analysis(edited_text, a)
+        assert _blobs(a.program) == _blobs(miltext.loads(edited_text)), edited_text[:200]
+        assert not a.reading.errors and not a.findings(complete=True)
+    assert _blobs(miltext.loads("\n".join(inserted)))[1][0] != _blobs(converted)[0][0]   # they moved
+
+
+def test_a_blob_whose_offset_cannot_follow_is_one_error_at_its_op():
+    text = ('main[CoreML7]() {\n  block0() {\n'
+            '    %a: (?, fp32) = const(val=(?, fp32)(blob(64)), name="a")\n'
+            '    %b: (4, fp32) = const(val=(4, fp32)(blob), name="b")\n'
+            '  } -> (%b)\n}\n')
+    with pytest.raises(miltext.ParseError) as e:
+        miltext.loads(text)
+    a = Analysis(text)
+    assert a.reading.errors == [(e.value.line, e.value.column, e.value.message)]
+    fixed = text.replace("(4, fp32)(blob)", "(4, fp32)(blob(128))")
+    assert not Analysis(fixed, a).reading.errors

@@ -14,6 +14,8 @@ from bisect import bisect_right
 from ..errors import ParseError
 from ..model import Model
 from ..model.section import SectionError, spec_from_section
+from ..ir import Blob
+from ..text import blob_layout
 from ..text.modelmil.words import looks_like_modelmil
 from ..text.mil.parser import looks_like_coremltools_print, parse
 from .layout import Layout, Piece
@@ -87,6 +89,7 @@ class Reading:
         if self.by_pieces:
             self.pieces = self._ops(previous.pieces, previous.lines) if same_kind else self._ops([], None)
             self._assemble()
+            self._fill_in_blobs(previous if same_kind else None)
         else:
             self._whole()   # the ops are not parsed one by one: the whole text is
 
@@ -142,7 +145,7 @@ class Reading:
         (one parse is quicker than one per op)."""
         from ..model.text import parse_model
         try:
-            model = parse_model(self.text, compact=True)
+            model = parse_model(self.text, editing=True)
         except (ParseError, SectionError):
             return None
         self.reparsed = len(self.layout.pieces)
@@ -174,9 +177,9 @@ class Reading:
         try:
             if self.modelmil:
                 from ..text.modelmil.parser import parse_fragment
-                piece.ops = (parse_fragment(text, "operation", compact=True),)
+                piece.ops = (parse_fragment(text, "operation", editing=True),)
             else:
-                program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL, compact=True)
+                program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL, editing=True)
                 piece.ops = program.functions["main"].blocks["CoreML7"].operations
         except ParseError as e:
             last = first + piece.end - piece.start   # 1-based, the op's last line
@@ -228,6 +231,22 @@ class Reading:
                 self.errors.append((*(e.loc or (1, 1)), str(e)))
         self.model = Model(program, spec, None)
 
+    def _fill_in_blobs(self, previous: "Reading | None") -> None:
+        """The offsets of the blobs written without one (`blob`), each of which follows from every
+        blob before it in the program: worked out over the whole program for a new reading or an
+        edit that touched a blob, else as the reading before left them (in the same objects)."""
+        self.blob_error = None
+        if self.program is None or self.modelmil:   # model.mil writes every offset
+            return
+        if previous is not None and self.added is not None and self.frame_program is previous.frame_program \
+                and not any(_has_blob(p) for p in (*self.replaced, *self.added)):
+            self.blob_error = previous.blob_error
+        else:
+            at = blob_layout.fill_in(self.program, keep_marks=True)
+            self.blob_error = None if at is None else (*at, blob_layout.NOT_IMPLIED)
+        if self.blob_error is not None:
+            self.errors = sorted(self.errors + [self.blob_error])
+
     def broken_names(self) -> set:
         """The names the ops that do not parse seem to declare (what comes before their `=`)."""
         from .index import _tokens
@@ -244,10 +263,11 @@ class Reading:
         should it parse after all)."""
         from ..model.text import parse_model
         try:
-            self.model = parse_model(self.text, compact=True)
+            self.model = parse_model(self.text, editing=True)
             self.program = self.model.program
         except ParseError as e:
             self.errors = list(e.errors or [(e.line, e.column, e.message)])
+        self._fill_in_blobs(None)
 
 
 def changed_lines(old, new) -> tuple[int, int, int]:
@@ -283,6 +303,10 @@ def _one_line_longer_or_shorter(old: Lines, new: Lines) -> tuple[int, int, int] 
     if old.text[:a[line]] != new.text[:b[line]] or old.text[a[lo]:] != new.text[b[lo]:]:
         return None
     return line, lo, lo
+
+
+def _has_blob(p: OpPiece) -> bool:
+    return any(isinstance(v.data, Blob) for op in p.ops for v, _ in blob_layout.op_values(op))
 
 
 def _settle(p: OpPiece) -> None:

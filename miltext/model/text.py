@@ -39,11 +39,10 @@ def _model(section, program, text: str | None, filename, folder) -> Model:
 
 
 def parse_model(text: str, filename: str | None = None, folder: str | None = None,
-                compact: bool = False) -> Model:
-    """MIL text, with or without a model section, as a Model (with `compact`, of
-    CompactOperations: see miltext.ir.compact)."""
+                editing: bool = False) -> Model:
+    """MIL text, with or without a model section, as a Model (`editing`: see text.mil.parser.parse)."""
     from ..text.mil.parser import parse
-    section, program = parse(text, filename, with_model=True, compact=compact)
+    section, program = parse(text, filename, with_model=True, editing=editing)
     return _model(section, program, text, filename, folder)
 
 

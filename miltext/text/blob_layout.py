@@ -58,6 +58,15 @@ class Layout:
         return implied
 
 
+class ImpliedBlob(Blob):
+    """`blob` without an offset, as the parser reads it: `fill_in` gives it the offset the
+    layout implies (`pos`: where it is written, for an error)."""
+    __slots__ = ("pos",)
+
+
+NOT_IMPLIED = ("this blob's offset does not follow from the blob before it in its file, whose "
+               "type has no static size; write the offset, blob(N)")
+
 # The layout of the program being printed (None: every offset is written).
 PRINTING: ContextVar = ContextVar("miltext_blob_layout", default=None)
 
@@ -76,22 +85,27 @@ def values(program):
 def _block(block):
     yield from _attributes(block.attributes, block.loc)
     for op in block.operations:
-        if op.inputs:
-            order = ops.input_order(op.type)
-            for key in sorted(op.inputs, key=lambda k: (order.get(k, len(order)), k)):
-                for b in op.inputs[key]:
-                    if b is not None and not isinstance(b, str):
-                        yield from _value(b, op.loc)
-        attrs = op.attributes
-        if attrs:
-            for key in ("val", "name"):
-                if key in attrs:
-                    yield from _value(attrs[key], op.loc)
-            for key in sorted(attrs):
-                if key not in ("name", "val"):
-                    yield from _value(attrs[key], op.loc)
-        for inner in op.blocks:
-            yield from _block(inner)
+        yield from op_values(op)
+
+
+def op_values(op):
+    """(value, loc) for the values of one op and of the blocks it owns, in the text's order."""
+    if op.inputs:
+        order = ops.input_order(op.type)
+        for key in sorted(op.inputs, key=lambda k: (order.get(k, len(order)), k)):
+            for b in op.inputs[key]:
+                if b is not None and not isinstance(b, str):
+                    yield from _value(b, op.loc)
+    attrs = op.attributes
+    if attrs:
+        for key in ("val", "name"):
+            if key in attrs:
+                yield from _value(attrs[key], op.loc)
+        for key in sorted(attrs):
+            if key not in ("name", "val"):
+                yield from _value(attrs[key], op.loc)
+    for inner in op.blocks:
+        yield from _block(inner)
 
 
 def _attributes(attrs: dict, loc):
@@ -112,19 +126,25 @@ def _value(value, loc):
                     yield from _value(v, loc)
 
 
-def fill_in(program, implied: type) -> tuple | None:
-    """Give every blob of class `implied` (the parser's mark for `blob` without an offset) the
-    offset the layout implies. Returns the place of the first one whose offset cannot be
-    implied (the blob before it in its file has a type without a static size), else None."""
+def fill_in(program, keep_marks: bool = False) -> tuple | None:
+    """Give every ImpliedBlob (`blob` without an offset) the offset the layout implies: as a
+    plain Blob in its place, or, with `keep_marks`, in the ImpliedBlob itself, which stays so
+    that the offsets can be worked out again once the program changes. Returns the place of
+    the first one whose offset cannot be implied (the blob before it in its file has a type
+    without a static size), else None: the blob's own, or with `keep_marks` (the program read
+    in pieces, whose blobs' places are not kept up to date) its op's."""
     layout = Layout()
     for value, loc in values(program):
         blob = value.data
         if not isinstance(blob, Blob):
             continue
-        if type(blob) is implied:
+        if type(blob) is ImpliedBlob:
             offset = layout.expected(blob.file)
             if offset is None:
-                return blob.pos or loc
-            value.data = blob = Blob(offset, blob.file)
+                return loc if keep_marks else blob.pos or loc
+            if keep_marks:
+                blob.offset = offset
+            else:
+                value.data = blob = Blob(offset, blob.file)
         layout.advance(blob, value.type)
     return None

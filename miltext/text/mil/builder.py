@@ -86,11 +86,6 @@ class _Data:
         self.item, self.doc = item, doc
 
 
-class _ImpliedBlob(Blob):
-    """`blob` without an offset, until the whole program is read and the layout gives it one."""
-    __slots__ = ("pos",)
-
-
 class _BlockNode:
     __slots__ = ("block", "key", "label", "outputs_pos")
 
@@ -118,7 +113,7 @@ class _Builder(Transformer):
         self.simple_types: dict = {}  # TENSOR_TYPE text -> its TensorType, shared: types repeat
         self.tensor_types: dict = {}  # (dtype, shape, rank) -> the one TensorType of vars and values
         self.implied_blobs = False    # a `blob` without its offset was read (blob_layout fills them in)
-        self.compact_ops = False      # each op made a CompactOperation as soon as it is built
+        self.editing = False          # a reading an editor holds: compact ops, implied blobs kept marked
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
@@ -164,11 +159,10 @@ class _Builder(Transformer):
                 if name in program.functions:
                     self._fail(f"function {name!r} is defined twice", place_of(name))
                 program.functions[str(name)] = fn
-        if implied:
-            at = blob_layout.fill_in(program, _ImpliedBlob)
+        if implied and not self.editing:   # an editor works the offsets out for the whole text
+            at = blob_layout.fill_in(program)
             if at is not None:
-                self._fail("this blob's offset does not follow from the blob before it in its file, whose "
-                           "type has no static size; write the offset, blob(N)", at)
+                self._fail(blob_layout.NOT_IMPLIED, at)
         return program if model is None else (model, program)
 
     # ---- the model section: plain items, which miltext.model.section gives a meaning ----
@@ -299,7 +293,7 @@ class _Builder(Transformer):
                 if key in op.attributes:
                     self._fail(f"attribute {key!r} is given twice", getattr(attrs, "pos", {}).get(key))
                 op.attributes[key] = value
-        return compact(op) if self.compact_ops else op
+        return compact(op) if self.editing else op
 
     def simple_ops(self, items):
         """A SIMPLE_OPS token: one op per line, each built by simple_op."""
@@ -315,7 +309,7 @@ class _Builder(Transformer):
             stripped = text.strip()
             if stripped:
                 op = self.simple_op(stripped, line, column + len(text) - len(text.lstrip()))
-                ops.append(compact(op) if self.compact_ops else op)
+                ops.append(compact(op) if self.editing else op)
             line, column, start = line + 1, 1, stop + 1
         return _Run(ops)
 
@@ -746,7 +740,7 @@ class _Builder(Transformer):
     def implied_blob(self, items):
         (file_tok,) = items
         self.implied_blobs = True
-        blob = _ImpliedBlob(None) if file_tok is None else _ImpliedBlob(None, self._text(file_tok))
+        blob = blob_layout.ImpliedBlob(None) if file_tok is None else blob_layout.ImpliedBlob(None, self._text(file_tok))
         blob.pos = place_of(file_tok) if file_tok is not None else None   # None: its op's place
         return prepared(blob)
 

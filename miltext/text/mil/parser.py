@@ -64,9 +64,9 @@ class _Parser:
                          postlex=self.tracker, maybe_placeholders=True, cache=cache_path("raw" if raw else "mil", text))
         self.lock = threading.Lock()
 
-    def parse(self, text: str, compact: bool = False):
+    def parse(self, text: str, editing: bool = False):
         with self.lock:
-            self.builder.compact_ops = compact
+            self.builder.editing = editing
             try:
                 return self.lark.parse(text)
             except BuildFailure as e:
@@ -90,7 +90,7 @@ class _Parser:
                 self.builder.type_depth.clear()
                 self.builder.simple_types.clear()
                 self.builder.tensor_types.clear()
-                self.builder.compact_ops = False
+                self.builder.editing = False
 
 
 _PARSERS: dict = {}
@@ -119,27 +119,29 @@ def looks_like_coremltools_print(text: str) -> bool:
     return found is not None and _COREMLTOOLS_PRINT.search(_QUOTED.sub('""', head)) is not None
 
 
-def parse(text: str, filename: str | None = None, *, with_model: bool = False, compact: bool = False):
+def parse(text: str, filename: str | None = None, *, with_model: bool = False, editing: bool = False):
     """Parse MIL text; raise ParseError (with every error found, up to MAX_ERRORS). With
     `with_model`, return (the model section or None, the program). Apple's model.mil dialect
-    is recognized by its header and read by its own parser. With `compact`, the plain ops are
-    CompactOperations (miltext.ir.compact), for a reader that holds the program long."""
+    is recognized by its header and read by its own parser. With `editing`, a reading an editor
+    holds and reads again piece by piece: its plain ops are CompactOperations (miltext.ir.compact)
+    and a `blob` without its offset stays a blob_layout.ImpliedBlob, its offset left for
+    blob_layout.fill_in(..., keep_marks=True) to work out over the whole text."""
     if looks_like_modelmil(text):
         from ..modelmil.parser import parse as parse_modelmil
-        program = parse_modelmil(text, filename, compact=compact)
+        program = parse_modelmil(text, filename, editing=editing)
         return (None, program) if with_model else program
     raw = looks_like_coremltools_print(text)
-    program = collect_errors(text, filename, lambda attempt: _parse_once(attempt, raw, compact), raw)
+    program = collect_errors(text, filename, lambda attempt: _parse_once(attempt, raw, editing), raw)
     model, program = program if isinstance(program, tuple) else (None, program)
     _check_depth(program, filename, text)
     return (model, program) if with_model else program
 
 
-def _parse_once(text: str, raw: bool, compact: bool = False) -> Program:
+def _parse_once(text: str, raw: bool, editing: bool = False) -> Program:
     parser = _parser(raw)
     try:
         with bulk():
-            return parser.parse(text, compact)
+            return parser.parse(text, editing)
     except BuildFailure as e:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None

@@ -63,7 +63,7 @@ class _Builder(Transformer):
         super().__init__()
         self.plain_types: dict = {}  # TENSOR_TYPE text -> its TensorType: real files repeat a few
         self.scalar_types: dict = {}  # dtype -> the TensorType of its scalars
-        self.compact_ops = False     # each op made a CompactOperation as soon as it is built
+        self.editing = False         # a reading an editor holds: each op made compact as it is built
 
     # ---- program structure ----
     def start(self, items):
@@ -119,7 +119,7 @@ class _Builder(Transformer):
                 blocks.append(item)
         op = Operation(type=call.type, inputs=call.inputs, outputs=outputs, blocks=blocks,
                        attributes=attrs, loc=outputs[0].loc if outputs else call.loc)
-        return compact(op) if self.compact_ops else op
+        return compact(op) if self.editing else op
 
     def call(self, items):
         name, inputs = items[0], {}
@@ -383,15 +383,15 @@ def _describe(names) -> str:
     return describe_expected(names, _parser().lark)
 
 
-def _parse_once(text: str, start: str = "start", compact: bool = False):
+def _parse_once(text: str, start: str = "start", editing: bool = False):
     parser = _parser()
     try:
         with parser.lock, bulk():
-            parser.builder.compact_ops = compact
+            parser.builder.editing = editing
             try:
                 return parser.lark.parse(text, start=start)
             finally:
-                parser.builder.compact_ops = False
+                parser.builder.editing = False
     except BuildFailure as e:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None
@@ -401,25 +401,26 @@ def _parse_once(text: str, start: str = "start", compact: bool = False):
         raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
 
 
-def parse(text: str, filename: str | None = None, compact: bool = False) -> Program:
+def parse(text: str, filename: str | None = None, editing: bool = False) -> Program:
     """Parse model.mil text; raise ParseError (with every error found, as for miltext's text).
-    With `compact`, the plain ops are CompactOperations (miltext.ir.compact)."""
-    return collect_errors(text, filename, lambda attempt: _parse_rest(attempt, compact))
+    With `editing`, the plain ops are CompactOperations (miltext.ir.compact), for an editor
+    that holds the reading (the dialect writes every blob offset)."""
+    return collect_errors(text, filename, lambda attempt: _parse_rest(attempt, editing))
 
 
-def _parse_rest(text: str, compact: bool = False):
+def _parse_rest(text: str, editing: bool = False):
     """_parse_once, also after collect_errors took out a line at fault to look for more: when
     that took the header, there is nothing more to find."""
-    return _parse_once(text, compact=compact) if looks_like_modelmil(text) else Program()
+    return _parse_once(text, editing=editing) if looks_like_modelmil(text) else Program()
 
 
-def parse_fragment(text: str, what: str, filename: str | None = None, compact: bool = False):
+def parse_fragment(text: str, what: str, filename: str | None = None, editing: bool = False):
     """One piece of model.mil: an `operation` (a whole op line, `;` included) as an Operation,
     a `call` (`add(x = x, y = y)`) as (op type, inputs), a `type`, or a typed `value`."""
     if what not in FRAGMENTS:
         raise ValueError(f"what is one of {', '.join(FRAGMENTS)}, not {what!r}")
     try:
-        out = _parse_once(text, what, compact)
+        out = _parse_once(text, what, editing)
     except LocatedError as e:
         raise ParseError(e.message, e.line, e.column, filename, source_line(text, e.line), None, text) from None
     return (out.type, out.inputs) if type(out) is _Call else out
