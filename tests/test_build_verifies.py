@@ -12,9 +12,6 @@ from build_cases import BROKEN, SECTIONS, line_of, text_of
 from conftest import corpus_files
 from miltext.cli import main
 
-# Cases check only warns of, since the proto holds them and they read unambiguously, but that
-# Core ML cannot load: build refuses them, as errors (Diagnostic.blocks_build).
-BUILD_REFUSES = {"misspelt_op", "misspelt_op_typed"}
 COREMLTOOLS_WORDS = ("In op, of type", "not registered", "Mismatch between", "Required input",
                      "No available version", "Traceback")
 
@@ -30,11 +27,7 @@ def test_build_refuses_what_check_refuses_with_checks_diagnostics(name, tmp_path
     source = tmp_path / f"{name}.mil"
     source.write_text(text_of(name), encoding="utf-8")
     status, report, summary = command(capsys, "check", str(source))
-    if name in BUILD_REFUSES:
-        assert status == 0 and ": warning: unknown op 'reluu'; did you mean 'relu'?" in report
-        report, summary = report.replace(": warning: ", ": error: "), "1 error, 0 warnings\n"
-    else:
-        assert status == 1
+    assert status == 1      # what build refuses, check calls an error: a CI step gated on check agrees
     output = tmp_path / "out.mlpackage"
     status, out, err = command(capsys, "build", str(source), "-o", str(output))
     assert (status, out) == (1, "") and not output.exists() and os.listdir(tmp_path) == [source.name]

@@ -44,20 +44,23 @@ def test_text_output_has_place_source_line_caret_and_notes(tmp_path):
         "bad.mil:4:33: error: %w is not defined\n"
         '    %y: (2, fp32) = mul(x=%x, y=%w, name="y")\n'
         "                                ^\n"
-        "bad.mil:5:5: warning: %y is defined twice in the same scope; later uses refer to this definition\n"
+        "bad.mil:5:5: error: %y is defined twice in the same scope; later uses refer to this definition\n"
         '    %y: (2, fp32) = relu(x=%y, name="y2")\n'
         "    ^\n"
         "  bad.mil:4:5: note: first defined here\n"
         '      %y: (2, fp32) = mul(x=%x, y=%w, name="y")\n'
         "      ^\n")
-    assert result.stderr == "1 error, 1 warning\n"
+    assert result.stderr == "2 errors, 0 warnings\n"
 
 
-def test_warnings_alone_exit_0(tmp_path):
-    text = CLEAN.replace("relu(", "my_op(")
-    result = run("check", write(tmp_path, "warn.mil", text), cwd=tmp_path)
-    assert result.returncode == 0
-    assert "warning: unknown op 'my_op'" in result.stdout
+def test_warnings_alone_exit_0_but_an_unknown_op_is_an_error_as_for_build(tmp_path):
+    custom = re.sub(r"relu\((.*?)\)", r"my_op(\1)[custom=True]", CLEAN)
+    result = run("check", write(tmp_path, "warn.mil", custom), cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "0 errors, 1 warning\n")
+    assert "warning: my_op is a custom op" in result.stdout
+    result = run("check", write(tmp_path, "bad.mil", CLEAN.replace("relu(", "my_op(")), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "error: unknown op 'my_op'" in result.stdout
 
 
 def test_many_files_many_diagnostics_in_source_order(tmp_path):
@@ -79,7 +82,7 @@ def test_json_output_for_tools(tmp_path):
     assert result.returncode == 1
     found = json.loads(result.stdout)
     assert [(d["severity"], d["line"], d["column"], d["rule"]) for d in found] == [
-        ("error", 4, 33, "undefined-name"), ("warning", 5, 5, "redefinition")]
+        ("error", 4, 33, "undefined-name"), ("error", 5, 5, "redefinition")]
     assert found[0]["file"] == "bad.mil" and found[0]["message"] == "%w is not defined"
     assert found[1]["notes"] == [{"file": "bad.mil", "line": 4, "column": 5, "severity": "note",
                                   "message": "first defined here"}]
@@ -154,11 +157,11 @@ def test_import_stays_light():
 
 def test_check_returns_diagnostics_with_places_and_notes():
     program = miltext.loads(BROKEN, "bad.mil")
-    error, warning = miltext.check(program, filename="bad.mil")
+    error, twice = miltext.check(program, filename="bad.mil")
     assert (error.severity, error.file, error.line, error.column) == ("error", "bad.mil", 4, 5)  # the op
     assert error.message == "%w is not defined" and error.rule == "undefined-name"
-    assert (warning.severity, warning.line, [(n.severity, n.line, n.column) for n in warning.notes]) == \
-        ("warning", 5, [("note", 4, 5)])
+    assert (twice.severity, twice.line, [(n.severity, n.line, n.column) for n in twice.notes]) == \
+        ("error", 5, [("note", 4, 5)])
     exact, _ = miltext.check(program, source=BROKEN)
     assert (exact.line, exact.column, exact.file) == (4, 33, None)  # with the source: the %w itself
 

@@ -24,12 +24,11 @@ def check(text):
     return miltext.check(miltext.loads(text), source=text)
 
 
-def test_build_refuses_unknown_ops_and_names_defined_twice_but_not_custom_ops():
+def test_unknown_ops_and_names_defined_twice_are_errors_but_not_custom_ops():
     found = check(program("%a = reluu(x=%x)", "%b = my_kernel(x=%x)[custom=True]",
                           "%c = relu(x=%x)", "%c = relu(x=%x)"))
-    assert [(d.rule, d.severity, d.blocks_build) for d in found] == [
-        ("unknown-op", "warning", True), ("custom-op", "warning", False),
-        ("redefinition", "warning", True)]
+    assert [(d.rule, d.severity) for d in found] == [
+        ("unknown-op", "error"), ("custom-op", "warning"), ("redefinition", "error")]
 
 
 PRINT_NOTE = "the print leaves out every const op"

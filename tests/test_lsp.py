@@ -278,7 +278,7 @@ def test_check_findings_with_their_notes(client):
     hover = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at(6, column + 1)})
     assert "nothing defines this name" in hover["contents"]["value"]
     twice = diagnostics["redefinition"]
-    assert twice["severity"] == 2 and twice["range"] == span(18, 8, 11)
+    assert twice["severity"] == 1 and twice["range"] == span(18, 8, 11)
     (first,) = twice["relatedInformation"]
     assert first["location"] == {"uri": uri, "range": span(17, 8, 11)} and first["message"] == "first defined here"
 

@@ -217,11 +217,14 @@ def test_quick_fix_for_a_suggestion(client):
     assert action["edit"]["changes"][uri] == [{"range": span(4, column, column + 4), "newText": "mul"}]
 
 
-def test_quick_fix_adds_a_missing_required_input(client):
+def test_quick_fix_adds_a_missing_required_input_only_from_a_var_in_scope(client):
     uri = "file:///missing.mil"
     text = SHORT.replace("mul(x=%b, y=%a)", "mul(x=%b)")
     (d,) = open_text(client, uri, text)
     assert d["code"] == "missing-input"
+    assert code_actions(client, uri, [d]) == []       # no %y to give: no fix that writes an undefined var
+    text = text.replace("(%x: (2, 4, fp32))", "(%x: (2, 4, fp32), %y: (2, 4, fp32))")
+    (d,) = change(client, uri, 2, text)
     (action,) = code_actions(client, uri, [d])
     column = text.split("\n")[4].index("%b)") + 2
     assert action["title"] == "Add the required input y"
@@ -233,6 +236,18 @@ def test_quick_fix_adds_a_missing_required_input(client):
     column = text.split("\n")[4].index("x)") + 1
     assert action["edit"]["changes"][uri] == [{"range": span(4, column, column), "newText": ", y = y"}]
 
+
+
+def test_a_misspelt_input_is_one_error_whose_one_fix_is_the_right_name(client):
+    uri = "file:///typo.mil"
+    text = ("main[CoreML7](%x: (1, 1, 4, 4, fp32)) {\n  block0() {\n"
+            '    %y = max_pool(x=%x, kernel_size=[2, 2], strides=[2, 2], pad_type="valid")\n'
+            "  } -> (%y)\n}\n")
+    (d,) = open_text(client, uri, text)
+    assert d["code"] == "unknown-input" and "did you mean 'kernel_sizes'" in d["message"]
+    (action,) = code_actions(client, uri, [d])
+    column = text.split("\n")[2].index("kernel_size")
+    assert action["edit"]["changes"][uri] == [{"range": span(2, column, column + 11), "newText": "kernel_sizes"}]
 
 # ---- a broken file keeps its tools ----
 

@@ -5,10 +5,6 @@ from dataclasses import dataclass, field
 
 SEVERITIES = ("error", "warning", "note")
 
-# Warnings of `check` that `build` refuses all the same: what the proto can hold and miltext
-# reads unambiguously, but Core ML cannot load (an op it does not know, a name defined twice).
-BUILD_REFUSES = frozenset({"unknown-op", "redefinition"})
-
 
 @dataclass
 class Diagnostic:
@@ -29,11 +25,6 @@ class Diagnostic:
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
-
-    @property
-    def blocks_build(self) -> bool:
-        """Whether `build` refuses the program for it: an error, or a warning in BUILD_REFUSES."""
-        return self.is_error or self.rule in BUILD_REFUSES
 
     def to_dict(self) -> dict:
         out = {"file": self.file, "line": self.line, "column": self.column,

@@ -13,7 +13,7 @@ RULES = {
     "undefined-output": "error",       # a block output names nothing
     "use-before-definition": "error",  # defined, but later in this scope or an enclosing one
     "out-of-scope": "error",           # defined only in a block that does not enclose the use
-    "redefinition": "warning",         # a name defined twice in one scope; `build` refuses it
+    "redefinition": "error",           # a name defined twice in one scope: Core ML cannot load it
     "unusual-name": "warning",         # outside [A-Za-z_][A-Za-z0-9_@]*
 }
 
@@ -25,8 +25,8 @@ PRINT_HINT = ("if this text comes from coremltools' print: the print leaves out 
 def check(ctx: Context) -> None:
     _undefined(ctx)
     for new, first in ctx.resolution.redefinitions:
-        ctx.warning("redefinition", new.loc, f"{var(new.name)} is defined twice in the same scope; "
-                    "later uses refer to this definition", [ctx.note(first.loc, "first defined here")])
+        ctx.error("redefinition", new.loc, f"{var(new.name)} is defined twice in the same scope; "
+                  "later uses refer to this definition", [ctx.note(first.loc, "first defined here")])
     _unusual_names(ctx)
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from .. import ops as op_table
 from .context import Context
-from .suggest import did_you_mean
+from .suggest import closest, did_you_mean
 
 RULES = {
     "unknown-opset": "warning",     # a function or block opset the table does not know
     "opset-name": "error",          # an opset written as its iOS name or miscased (iOS17: CoreML7)
-    "unknown-op": "warning",        # an op type the table does not know; `build` refuses it
+    "unknown-op": "error",          # an op type the table does not know: Core ML cannot load it
     "custom-op": "warning",         # an unknown op the text declares custom ([custom=True])
     "pymil-only-op": "warning",     # an op only coremltools' Python side has
     "op-not-in-opset": "error",     # an op the opset in force lacks
@@ -57,9 +57,9 @@ def _unknown_op(ctx: Context, op, known: dict) -> None:
         ctx.warning("custom-op", where, f"{op.type} is a custom op: Core ML runs it only with an "
                     "implementation of its own, and its inputs are not checked")
         return
-    ctx.warning("unknown-op", where, f"unknown op {op.type!r}{did_you_mean(op.type, known)} (Core ML "
-                f"cannot load it, so `build` refuses it; declare a custom op with [{CUSTOM}=True] "
-                "after the call)")
+    ctx.error("unknown-op", where, f"unknown op {op.type!r}{did_you_mean(op.type, known)} (Core ML "
+              f"cannot load it; declare a custom op with [{CUSTOM}=True] "
+              "after the call)")
 
 
 def _true(value) -> bool:
@@ -90,13 +90,15 @@ def _inputs(ctx: Context, op, opset: str, variant: dict, variants: list) -> None
                         f"{'attributes' if len(as_inputs) > 1 else 'an attribute'} in the proto: "
                         f"write {them} in [...] after the call")
     what = "attribute" if variant["attribute_params"] else "input"
+    meant = set()       # the inputs misspelt ones stand for: one typo is one error, not two
     for key in given:
         if key not in params:
             ctx.faulty_ops.add(id(op))
             ctx.error("unknown-input", ctx.where.key(op.loc, key),
                       _unknown_input(op.type, what, key, opset, variants, params))
+            meant.add(closest(key, params))
     for name, p in params.items():
-        if not p["optional"] and name not in given:
+        if not p["optional"] and name not in given and name not in meant:
             ctx.faulty_ops.add(id(op))
             ctx.error("missing-input", ctx.where.op_type(op.loc, op.type),
                       f"{op.type} needs {what} {name!r}")

@@ -34,15 +34,19 @@ COMMANDS = [
 
 
 def build_parser(command: str | None = None):
-    """The parser of every command, or given `command`, of that one only (no other module is
-    loaded): git runs `miltext textconv` once per file, so start-up counts."""
+    """The parser of `command` only (no other module is loaded: git runs `miltext textconv` once
+    per file, so start-up counts); without one, the command names alone, which is all
+    `--version`, `--help` or a wrong command need (so they start without numpy)."""
     import argparse
     ap = argparse.ArgumentParser(prog="miltext", description="Core ML's MIL as source text.")
     ap.add_argument("--version", action="version", version=f"miltext {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module_name, help_text in COMMANDS:
-        if command is not None and name != command:
+        if command is None:     # `--version`, `--help` or a wrong command: no module is needed
+            sub.add_parser(name, help=help_text)
+            continue
+        if name != command:
             continue
         module = importlib.import_module(f"{__name__}.{module_name}")
         p = sub.add_parser(name, help=help_text, description=module.__doc__.split("\n\n")[0])

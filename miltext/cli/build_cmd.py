@@ -45,23 +45,21 @@ def build(source: str, output: str, kind: str | None, verify: bool, label: str) 
     """Read, verify, make explicit and write: what build and pack do. 1 when verification
     refuses the text (its diagnostics on stderr), else 0."""
     from ..model.io import PACKAGE, display_name, kind_of, read_model, write_model
-    from .verify import diagnostics, refusal
-    refused, name = None, display_name(source)
+    from .verify import diagnostics, report
+    refused, said, name = False, "", display_name(source)
     with Progress(label, stages=STAGES) as progress:
         model = read_model(source, progress)
         if verify:
             # blobs are checked against the weights a package gets; a .pb carries none
             carried = (kind or kind_of(output)) == PACKAGE
             found = diagnostics(model, name, None if carried else NO_WEIGHTS, progress)
-            refused = refusal(name, *found)
-        if refused is None:
+            refused, said = report(name, *found)
+        if not refused:
             make_explicit(model, source, progress)
             progress.stage("writing")
             write_model(model, output, progress, kind=kind)
-    if refused is not None:
-        sys.stderr.write(refused)
-        return 1
-    return 0
+    sys.stderr.write(said)
+    return 1 if refused else 0
 
 
 def make_explicit(model, path: str, progress=None) -> None:

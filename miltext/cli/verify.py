@@ -36,16 +36,13 @@ def diagnostics(model, path: str, weights: str | None = None, progress=None) -> 
     return found, text
 
 
-def refusal(path: str, found: list, text: str) -> str | None:
-    """What a command that writes says when `found` holds an error (every diagnostic, then the
-    count), or None when there is none: then it may write. Besides errors, the warnings Core ML
-    cannot load past (an unknown op, a name defined twice) refuse too: Diagnostic.blocks_build;
-    for the command that refuses, they are errors, and say so."""
-    from dataclasses import replace
-
+def report(path: str, found: list, text: str) -> tuple[bool, str]:
+    """Whether a command that writes must refuse to, and what it says: it refuses exactly what
+    `check` calls an error (so a CI step gated on `check` passes only what `build` writes), and
+    shows every diagnostic as `check` does, warnings too, then the count; "" when none."""
     from ..checker.render import render_text, summary
-    if not any(d.blocks_build for d in found):
-        return None
-    found = [replace(d, severity="error") if d.blocks_build else d for d in found]
-    return render_text(found, {path: text}) + summary(found) + \
-        "; nothing written (--no-verify writes it anyway)\n"
+    refused = any(d.is_error for d in found)
+    if not found:
+        return False, ""
+    ending = "; nothing written (--no-verify writes it anyway)" if refused else ""
+    return refused, render_text(found, {path: text}) + summary(found) + ending + "\n"

@@ -40,8 +40,9 @@ def fixes(analysis, diagnostics: list) -> list[Fix]:
 
 
 def _missing_inputs(analysis, d) -> list[Fix]:
-    """One fix for each required input the op on the diagnostic's line lacks: `key=%key` (the
-    name to be changed to the value meant) put before the call's closing parenthesis."""
+    """One fix for each required input the op on the diagnostic's line lacks and a var of the
+    same name can give: `key=%key` put before the call's closing parenthesis. Where no such var
+    is in scope there is no fix: one that wrote an undefined name would trade one error for another."""
     line_no = d.range[0][0]
     i = _piece_at(analysis, line_no)
     if i is None:
@@ -55,8 +56,11 @@ def _missing_inputs(analysis, d) -> list[Fix]:
     if close is None:
         return []
     out = []
+    in_scope = {d.name for d in analysis.index.visible(close)}
     for spec in ophelp.inputs(op.type, opset):
         if spec["optional"] or spec["name"] in op.inputs or spec["name"] in op.attributes:
+            continue
+        if spec["name"] not in in_scope:
             continue
         key = spec["name"]
         before = analysis.source.line(close[0])[:close[1]].rstrip()

@@ -1,0 +1,100 @@
+"""What a newcomer meets in the first hour (issue 28): `check` predicts `build`, `build` shows
+check's warnings, the quick start commands are light, the examples build or say why not, and a
+slip in the spelling of the text gets the right spelling as a hint."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from miltext.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def command(capsys, *args) -> tuple[int, str, str]:
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def write(tmp_path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def program(*ops: str, signature: str = "main[CoreML7](%x: (1, 2, fp32))", out: str = "%y") -> str:
+    body = "".join(f"    {op}\n" for op in ops)
+    return f"{signature} {{\n  block0() {{\n{body}  }} -> ({out})\n}}\n"
+
+
+# ---- check and build agree ------------------------------------------------------------------
+
+REFUSED = {
+    "unknown op": program("%y = reluu(x=%x)"),
+    "a name defined twice": program("%y = relu(x=%x)", "%y = relu(x=%y)"),
+    "a misspelt input": program("%y = leaky_relu(x=%x, alpah=0.1)"),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_what_build_refuses_check_reports_as_an_error(name, tmp_path, capsys):
+    source = write(tmp_path, "model.mil", REFUSED[name])
+    status, report, summary = command(capsys, "check", source)
+    assert status == 1 and summary == "1 error, 0 warnings\n"     # one mistake, one error
+    output = tmp_path / "model.mlpackage"
+    status, out, err = command(capsys, "build", source, "-o", str(output))
+    assert status == 1 and not output.exists()
+    assert err == report + "1 error, 0 warnings; nothing written (--no-verify writes it anyway)\n"
+
+
+def test_build_shows_the_warnings_check_shows_and_writes(tmp_path, capsys):
+    source = write(tmp_path, "model.mil", program("%y = relu(x=%x)", signature="main(%x: (1, 2, fp32))"))
+    status, report, summary = command(capsys, "check", source)
+    assert status == 0 and "warning: function main has no opset" in report
+    output = tmp_path / "program.pb"
+    status, out, err = command(capsys, "build", source, "-o", str(output))
+    assert (status, out) == (0, "") and output.is_file()
+    assert err == report + summary
+
+
+def test_a_clean_build_says_nothing(tmp_path, capsys):
+    source = write(tmp_path, "model.mil", program("%y = relu(x=%x)"))
+    assert command(capsys, "build", source, "-o", str(tmp_path / "p.pb")) == (0, "", "")
+
+
+def test_a_custom_op_is_a_warning_and_builds(tmp_path, capsys):
+    source = write(tmp_path, "model.mil", program('%y: (1, 2, fp32) = my_kernel(x=%x, name="y")[custom=True]'))
+    status, _, err = command(capsys, "build", source, "-o", str(tmp_path / "p.pb"))
+    assert status == 0 and "warning: my_kernel is a custom op" in err and err.endswith("0 errors, 1 warning\n")
+
+
+# ---- --version and --help start without numpy ------------------------------------------------
+
+PROBE = """
+import runpy, sys
+sys.argv = ["miltext", *sys.argv[1:]]
+try:
+    runpy.run_module("miltext.cli", run_name="__main__")
+except SystemExit as e:
+    assert not e.code, e.code
+print(" ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_version_and_help_import_neither_numpy_nor_a_command(flag):
+    result = subprocess.run([sys.executable, "-c", PROBE, flag], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    modules = set(result.stderr.split())
+    assert not modules & {"numpy", "lark", "google.protobuf", "coremltools"}
+    assert not [m for m in modules if m.startswith("miltext.cli.") and m != "miltext.cli.__main__"]
+    if flag == "--help":
+        assert "textconv" in result.stdout and "git-setup" in result.stdout
+
+
+def test_a_wrong_command_is_a_command_line_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["frobnicate"])
+    assert e.value.code == 2 and "invalid choice: 'frobnicate'" in capsys.readouterr().err
