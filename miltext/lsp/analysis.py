@@ -156,22 +156,41 @@ class Analysis:
 
     def rename(self, pos: tuple, new_name: str) -> list | None:
         """(range, text) edits that rename the var at `pos` everywhere it is meant; ValueError
-        for a name the dialect cannot write."""
-        from ..text.lexemes import var
+        for a name the dialect cannot write, or one its function already declares (the program
+        would change: another var's uses would follow it, or it theirs)."""
         found = self.lookup(pos)
         if found is None or found[1] is None:
             return None
-        name = new_name[1:] if new_name.startswith("%") and not self.modelmil else new_name
+        name, text = self._written_name(new_name)
+        decl = found[1]
+        if name != decl.name:
+            where = self.index.function_of(decl.start[0])
+            for other in self.index.decls_of(name):
+                if where is None or self.index.function_of(other.start[0]) == where:
+                    raise ValueError(f"{text} is already defined on line {other.start[0] + 1}: "
+                                     "renaming to it would change what the program computes")
+            if name in self.reading.broken_names():
+                raise ValueError(f"{text} is written on a line that does not parse: fix it first")
+        return [((o.start, o.end), text) for o in self.index.references(decl)]
+
+    def _written_name(self, new_name: str) -> tuple[str, str]:
+        """(name, its text) of a new name as the user typed it (`y`, `%y`, `%"a b"`), or
+        ValueError when the dialect cannot write it."""
+        from ..text.lexemes import var, var_name
+        from .source import VAR
         if self.modelmil:
-            import re
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(f"{new_name!r} is not a name model.mil can write (letters, digits and _)")
-            text = name
-        else:
-            if not name:
-                raise ValueError("a var needs a name")
-            text = var(name)
-        return [((o.start, o.end), text) for o in self.index.references(found[1])]
+            from ..text.modelmil.words import is_name
+            if not is_name(new_name):
+                raise ValueError(f"{new_name!r} is not a name model.mil can write: an identifier "
+                                 "([A-Za-z_][A-Za-z0-9_]*) that is not one of its words (tensor, fp32, ...)")
+            return new_name, new_name
+        name = var_name(new_name) if VAR.fullmatch(new_name) else new_name.removeprefix("%")
+        if not name:
+            raise ValueError("a var needs a name")
+        text = var(name)
+        if not VAR.fullmatch(text) or var_name(text) != name:
+            raise ValueError(f"{new_name!r} cannot be written as a var name")
+        return name, text
 
     def declaration(self, v) -> str:
         """How the text declares a var, with its inferred type when the text leaves it out."""

@@ -64,6 +64,7 @@ class Index:
             self.declaring: dict = {}
             for p in reading.pieces:
                 self._learn(p)
+        self._functions: list = []   # (first line, last line) of each function, in text order
         self._frame_decls, self._top = self._frame()
 
     def _learn(self, p) -> None:
@@ -96,6 +97,7 @@ class Index:
                 if fn.loc is None:
                     continue
                 fn_end = layout.span_from(fn.loc[0] - 1)[1]
+                self._functions.append((fn.loc[0] - 1, fn_end))
                 for v in fn.inputs:
                     self._declare(decls, v, f"input of function `{fn_name}`", ((fn.loc[0] - 1, 0), fn_end))
                 for block in fn.blocks.values():
@@ -106,13 +108,19 @@ class Index:
                     for v in block.inputs:
                         self._declare(decls, v, f"input of the block at line {block.loc[0]}", ((span[0], 0), span[1]))
         top.sort()
+        self._functions.sort()
         return decls, top
+
+    def function_of(self, line: int) -> tuple | None:
+        """(first line, last line) of the function the line is in, or None."""
+        i = bisect_right(self._functions, (line, 1 << 62)) - 1
+        return self._functions[i] if i >= 0 and line <= self._functions[i][1] else None
 
     def _declare(self, decls, v, what, scope) -> None:
         if v.loc is None:
             return
         start = (v.loc[0] - 1, v.loc[1] - 1)
-        end = (start[0], start[1] + len(_written(v.name, self.bare)))
+        end = (start[0], written_end(self.reading.lines, start, v.name, self.bare))
         decls.setdefault(v.name, []).append(Decl(v.name, start, end, v, what, scope))
 
     def _block_end(self, line: int) -> int:
@@ -153,7 +161,7 @@ class Index:
         declared = {d.start for d in decls}
         pieces, starts = reading.pieces, self._piece_starts
         used_in: dict = {}
-        for n in _lines_writing(reading.text, _written(name, bare)):
+        for n in _lines_maybe_writing(reading, name, bare):
             i = bisect_right(starts, n) - 1
             in_piece = i >= 0 and n < pieces[i].end
             if bare and in_piece:   # model.mil: only the names the op reads (not keys, dtypes, ...)
@@ -241,6 +249,32 @@ def _tokens(line: str, bare: bool):
         yield (token if bare else var_name(token)), m.start(), m.end()
 
 
+def written_end(lines, start: tuple, name: str, bare: bool) -> int:
+    """The column where the name declared at `start` ends as the text writes it: %"a" is %a,
+    and a quoted name may hold its characters as they are or escaped."""
+    if not bare and start[0] < len(lines):
+        m = VAR.match(lines[start[0]], start[1])
+        if m is not None:
+            return m.end()
+    return start[1] + len(_written(name, bare))
+
+
+def _lines_maybe_writing(reading, name: str, bare: bool):
+    """The lines (0-based, ascending, each once) that may write `name`: where its canonical
+    spelling appears, and (MIL) where it may be quoted otherwise: %"name" as it is, or a
+    quoted name with escapes."""
+    text, written = reading.text, _written(name, bare)
+    found = set(_lines_writing(text, written))
+    if not bare:
+        quoted = '%"' + name + '"'
+        if quoted != written:
+            found.update(_lines_writing(text, quoted))
+        if "\\" in text:
+            lines = reading.lines
+            found.update(n for n in _lines_writing(text, '%"') if n not in found and "\\" in lines[n])
+    return sorted(found)
+
+
 def _lines_writing(text: str, written: str):
     """The lines (0-based, ascending, each once) on which `written` appears."""
     line, at, last = 0, 0, -1
@@ -299,24 +333,25 @@ def _piece_decls(p, bare: bool, reading, top_end: int) -> list[Decl]:
         if op.loc:
             what += f", line {op.loc[0]}"
         for v in op.outputs:
-            _add_decl(decls, v, f"output of {what}", (scope_start, scope_end), bare)
+            _add_decl(decls, v, f"output of {what}", (scope_start, scope_end), bare, reading.lines)
         inner = []
         for block in op.blocks:
             if block.loc is None:
                 continue
             end = _block_end(reading, block.loc[0] - 1, p.end - 1)
             for v in block.inputs:
-                _add_decl(decls, v, f"input of the block at line {block.loc[0]}", ((block.loc[0] - 1, 0), end), bare)
+                _add_decl(decls, v, f"input of the block at line {block.loc[0]}", ((block.loc[0] - 1, 0), end), bare,
+                          reading.lines)
             inner += [(o, (o.loc[0], 0) if o.loc else (p.start, 0), end) for o in block.operations]
         todo += reversed(inner)
     return decls
 
 
-def _add_decl(decls: list, v, what: str, scope: tuple, bare: bool) -> None:
+def _add_decl(decls: list, v, what: str, scope: tuple, bare: bool, lines) -> None:
     if v.loc is None:
         return
     start = (v.loc[0] - 1, v.loc[1] - 1)
-    decls.append(Decl(v.name, start, (start[0], start[1] + len(_written(v.name, bare))), v, what, scope))
+    decls.append(Decl(v.name, start, (start[0], written_end(lines, start, v.name, bare)), v, what, scope))
 
 
 def _block_end(reading, first: int, last: int) -> int:

@@ -20,6 +20,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from .allocator import keep_big_blocks_apart, release_memory
 from .analysis import Analysis, CannotFormat, warm_up
+from .protocol import MilProtocol
 from .transport import REFUSED, BoundedReader
 
 # The largest document the server reads (characters): a 10k-op model with its weights in a
@@ -40,7 +41,7 @@ KIND = {"function": lsp.SymbolKind.Function, "block": lsp.SymbolKind.Namespace,
 
 class MilServer(LanguageServer):
     def __init__(self):
-        super().__init__("miltext", __version__)
+        super().__init__("miltext", __version__, protocol_cls=MilProtocol)
         self.analyses: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self._release = None   # the release_memory scheduled after a big answer
@@ -57,7 +58,12 @@ class MilServer(LanguageServer):
         self._release = None
         release_memory()
 
-    def analysis(self, uri: str) -> Analysis:
+    def analysis(self, uri: str) -> Analysis | None:
+        """The analysis of an open text; None for one the client has not opened (it is not read
+        from disk: it could be anything, a FIFO that never ends)."""
+        if not self.workspace.is_open(uri):
+            self.analyses.pop(uri, None)
+            return None
         text = self.workspace.get_text_document(uri).source
         if len(text) > MAX_DOCUMENT:
             text = ""  # not read: publish says why
@@ -89,19 +95,19 @@ class MilServer(LanguageServer):
                 del self.pending[uri]
 
     def position_in(self, a: Analysis, position: lsp.Position) -> tuple:
-        p = self.workspace.position_codec.position_from_client_units(a.source.lines, position)
-        return (p.line, p.character)
+        return a.source.from_client(position.line, position.character, self.workspace.position_codec.impl)
 
     def range_of(self, a: Analysis, span: tuple) -> lsp.Range:
-        if a.source.ascii:   # a character is one unit in every encoding: nothing to convert
+        if a.source.plain:   # a character is one unit in every encoding, the lines are the same
             (l1, c1), (l2, c2) = span
             return lsp.Range(start=lsp.Position(line=l1, character=c1), end=lsp.Position(line=l2, character=c2))
-        codec, lines = self.workspace.position_codec, a.source.lines
-        start, end = (codec.position_to_client_units(lines, lsp.Position(line=p[0], character=p[1]))
-                      for p in span)
+        units = self.workspace.position_codec.impl
+        start, end = (lsp.Position(*a.source.to_client(p, units)) for p in span)
         return lsp.Range(start=start, end=end)
 
     def publish(self, uri: str, complete: bool = False) -> None:
+        if not self.workspace.is_open(uri):   # closed meanwhile
+            return
         document = self.workspace.get_text_document(uri)
         size, version = len(document.source), document.version
         if size > MAX_DOCUMENT:
@@ -168,6 +174,8 @@ def did_close(ls: MilServer, params: lsp.DidCloseTextDocumentParams):
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
 def hover(ls: MilServer, params: lsp.HoverParams):
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return None
     pos = ls.position_in(a, params.position)
     found = a.hover(pos) or a.hover_op(pos)
     if found is None:
@@ -180,6 +188,8 @@ def hover(ls: MilServer, params: lsp.HoverParams):
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
 def definition(ls: MilServer, params: lsp.DefinitionParams):
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return None
     span = a.definition(ls.position_in(a, params.position))
     if span is None:
         return None
@@ -189,6 +199,8 @@ def definition(ls: MilServer, params: lsp.DefinitionParams):
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
 def references(ls: MilServer, params: lsp.ReferenceParams):
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return []
     found = a.references(ls.position_in(a, params.position), params.context.include_declaration)
     ls.release_later()
     return [lsp.Location(uri=params.text_document.uri, range=ls.range_of(a, (o.start, o.end))) for o in found]
@@ -197,6 +209,8 @@ def references(ls: MilServer, params: lsp.ReferenceParams):
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
 def highlight(ls: MilServer, params: lsp.DocumentHighlightParams):
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return []
     ls.release_later()
     return [lsp.DocumentHighlight(range=ls.range_of(a, (o.start, o.end)),
                                   kind=lsp.DocumentHighlightKind.Write if o.declares else lsp.DocumentHighlightKind.Read)
@@ -206,6 +220,8 @@ def highlight(ls: MilServer, params: lsp.DocumentHighlightParams):
 @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
 def prepare_rename(ls: MilServer, params: lsp.PrepareRenameParams):
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return None
     found = a.lookup(ls.position_in(a, params.position))
     if found is None or found[1] is None:
         return None
@@ -215,6 +231,8 @@ def prepare_rename(ls: MilServer, params: lsp.PrepareRenameParams):
 @server.feature(lsp.TEXT_DOCUMENT_RENAME)
 def rename(ls: MilServer, params: lsp.RenameParams):
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return None
     try:
         edits = a.rename(ls.position_in(a, params.position), params.new_name)
     except ValueError as e:
@@ -229,6 +247,8 @@ def rename(ls: MilServer, params: lsp.RenameParams):
 def completion(ls: MilServer, params: lsp.CompletionParams):
     from .completion import complete
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return None
     ls.release_later()
     pos = ls.position_in(a, params.position)
     items = []
@@ -245,6 +265,8 @@ def completion(ls: MilServer, params: lsp.CompletionParams):
 def inlay_hints(ls: MilServer, params: lsp.InlayHintParams):
     from .types import hints
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return []
     ls.release_later()
     first, last = ls.position_in(a, params.range.start)[0], ls.position_in(a, params.range.end)[0]
     return [lsp.InlayHint(position=ls.range_of(a, (place, place)).start, label=label, kind=lsp.InlayHintKind.Type)
@@ -255,6 +277,8 @@ def inlay_hints(ls: MilServer, params: lsp.InlayHintParams):
 def code_actions(ls: MilServer, params: lsp.CodeActionParams):
     from .actions import fixes
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return []
     asked = [_Asked(d, ls.position_in(a, d.range.start), ls.position_in(a, d.range.end))
              for d in params.context.diagnostics]
     uri = params.text_document.uri
@@ -274,6 +298,8 @@ class _Asked:
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def document_symbol(ls: MilServer, params: lsp.DocumentSymbolParams):
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return []
     ls.release_later()
     return [ls.symbol(a, s) for s in a.outline]
 
@@ -281,6 +307,8 @@ def document_symbol(ls: MilServer, params: lsp.DocumentSymbolParams):
 @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
 def formatting(ls: MilServer, params: lsp.DocumentFormattingParams):
     a = ls.analysis(params.text_document.uri)
+    if a is None:
+        return []
     ls.release_later()
     try:
         text = a.formatted()

@@ -12,6 +12,8 @@ from bisect import bisect_right
 
 import numpy as np
 
+from .positions import line_starts, offset_of, place_of, same_lines
+
 VAR = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)')
 BARE_NAME = re.compile(r'(?<![\w."])[A-Za-z_][A-Za-z0-9_]*(?![\w"]|\s*(?:=(?!=)|[(<]))')
 # One token at an error's place: a var, a string, a word or number, else one character.
@@ -70,6 +72,7 @@ class Source:
         self.lines = Lines(text) if lines is None else lines
         self.layout = None   # a lsp.layout.Layout of the text, when there is one: where its frame braces close
         self._ascii = None
+        self._client_starts = None
 
     @property
     def ascii(self) -> bool:
@@ -78,6 +81,33 @@ class Source:
         if self._ascii is None:
             self._ascii = self.text.isascii()
         return self._ascii
+
+    @property
+    def client_starts(self) -> array:
+        """The offset of each line as the client counts them (see positions)."""
+        if self._client_starts is None:
+            self._client_starts = self.lines.starts if same_lines(self.text) else line_starts(self.text)
+        return self._client_starts
+
+    @property
+    def plain(self) -> bool:
+        """Whether the client's places are the server's (ASCII, no lone \\r)."""
+        return self.ascii and self.client_starts is self.lines.starts
+
+    def from_client(self, line: int, character: int, units) -> tuple:
+        """The place the client's (line, character in `units`) names."""
+        return self.position(offset_of(self.text, self.client_starts, line, character, units))
+
+    def to_client(self, pos: tuple, units) -> tuple:
+        """The client's (line, character in `units`) of a place (one past its line or the text
+        is the end of it)."""
+        starts = self._starts
+        if pos[0] >= len(starts):
+            offset = len(self.text)
+        else:
+            end = starts[pos[0] + 1] - 1 if pos[0] + 1 < len(starts) else len(self.text)
+            offset = min(starts[pos[0]] + pos[1], end)
+        return place_of(self.text, self.client_starts, offset, units)
 
     @property
     def _starts(self) -> array:

@@ -67,6 +67,7 @@ def hints(analysis, first: int, last: int) -> list[tuple]:
     """(place, label) of an inferred type after each untyped op output on lines [first, last]."""
     from bisect import bisect_left, bisect_right
     from ..text.lexemes import var
+    from .index import written_end
     reading = analysis.reading
     starts = analysis.index._piece_starts
     out = []
@@ -81,7 +82,8 @@ def hints(analysis, first: int, last: int) -> list[tuple]:
                         written = v.name if analysis.modelmil else var(v.name)
                         label = declaration(v.name, t, analysis.modelmil, analysis.program)
                         label = label[len(written):] if label.startswith(written) else " " + label
-                        out.append(((v.loc[0] - 1, v.loc[1] - 1 + len(written)), label))
+                        start = (v.loc[0] - 1, v.loc[1] - 1)
+                        out.append(((start[0], written_end(reading.lines, start, v.name, analysis.modelmil)), label))
             for b in op.blocks:
                 stack.extend(b.operations)
     return sorted(out)
