@@ -72,6 +72,14 @@ class Program:
     version: int = 1
     doc: str = ""
     attributes: dict[str, Value] = field(default_factory=dict)
+    # Fields of any message of the program that this schema does not know (a newer writer's),
+    # as protobuf read them: the path of the message (miltext.ir.unknown) -> their wire bytes.
+    unknown_fields: dict[str, bytes] = field(default_factory=dict)
+    # How a model.mil text said what the proto has no place for, so that it prints back as it
+    # was read: its header version ("1.0", "1.3"; None when not read from model.mil) and the
+    # whitespace after its last `}` (the compiler writes none).
+    modelmil_version: str | None = field(default=None, compare=False)
+    modelmil_ending: str = field(default="", compare=False)
 
     @classmethod
     def from_proto(cls, data) -> "Program":

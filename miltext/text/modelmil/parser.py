@@ -25,7 +25,7 @@ from ...ir.values import encode_tensor
 from .. import lexemes
 from ..literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
 from ..messages import describe_expected
-from .words import OPSET_OF_IOS, looks_like_modelmil
+from .words import KEYWORDS, OPSET_OF_IOS, looks_like_modelmil, name_problem, op_type_problem
 from ..grammars import cache_path, grammar_text
 from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, place_of, source_line
 
@@ -56,6 +56,14 @@ def _fail(message: str, pos):
     raise BuildFailure(message, pos)
 
 
+def _name(tok) -> str:
+    """A name token as a str, refused in the printer's words when the printer could not write
+    it back (a dtype or another of the dialect's words that the grammar let through)."""
+    if tok in KEYWORDS:
+        _fail(f"model.mil cannot express {name_problem(str(tok))}", place_of(tok))
+    return intern(str(tok))
+
+
 class _Builder(Transformer):
     """Builds the object model as the parser reduces rules."""
 
@@ -67,8 +75,8 @@ class _Builder(Transformer):
 
     # ---- program structure ----
     def start(self, items):
-        program = Program()
-        for item in items[1:]:  # items[0] is the dialect version, which the proto does not keep
+        program = Program(modelmil_version=str(items[0]))  # the proto has no place for it
+        for item in items[1:]:
             if type(item) is _Attrs:
                 program.attributes = dict(item)
             else:
@@ -80,6 +88,7 @@ class _Builder(Transformer):
 
     def function(self, items):
         name, ios = items[0], items[1]
+        _name(name)
         opset = OPSET_OF_IOS.get(str(ios))
         if opset is None:
             _fail(f"unknown opset {str(ios)!r}: model.mil's opsets are {', '.join(OPSET_OF_IOS)}", place_of(ios))
@@ -93,14 +102,14 @@ class _Builder(Transformer):
             elif kind is _Attrs:
                 attrs = dict(item)
             else:
-                outputs.append(str(item))
+                outputs.append(_name(item))
         block = Block(outputs=outputs, operations=ops, loc=place_of(name))
         return name, Function(inputs=inputs, opset=opset, blocks={opset: block}, attributes=attrs,
                               loc=place_of(name))
 
     def param(self, items):
         vtype, name = items
-        return Var(intern(str(name)), vtype, loc=place_of(name))
+        return Var(_name(name), vtype, loc=place_of(name))
 
     def outputs(self, items):
         return _Outputs(items)
@@ -117,6 +126,9 @@ class _Builder(Transformer):
                 attrs = dict(item)
             else:
                 blocks.append(item)
+        problem = op_type_problem(call.type, bool(outputs))
+        if problem:
+            _fail(f"model.mil cannot express {problem}", call.loc)
         op = Operation(type=call.type, inputs=call.inputs, outputs=outputs, blocks=blocks,
                        attributes=attrs, loc=outputs[0].loc if outputs else call.loc)
         return compact(op) if self.editing else op
@@ -126,15 +138,15 @@ class _Builder(Transformer):
         for key, bindings in items[1:]:
             if key in inputs:
                 _fail(f"input {str(key)!r} is given twice", place_of(key))
-            inputs[intern(str(key))] = bindings
-        return _Call(intern(str(name)), inputs, place_of(name))
+            inputs[_name(key)] = bindings
+        return _Call(_name(name), inputs, place_of(name))
 
     def argument(self, items):
         key, binding = items
         return key, list(binding) if type(binding) is _Bindings else [binding]
 
     def ref(self, items):
-        return intern(str(items[0]))
+        return _name(items[0])
 
     def bindings(self, items):
         return _Bindings(items)
@@ -148,7 +160,7 @@ class _Builder(Transformer):
             elif kind is Operation or kind is CompactOperation:
                 ops.append(item)
             else:
-                outputs.append(str(item))
+                outputs.append(_name(item))
         return Block(inputs, outputs, ops, loc=place_of(items[0]))
 
     def attributes(self, items):
@@ -156,7 +168,7 @@ class _Builder(Transformer):
         for key, value in items:
             if key in out:
                 _fail(f"attribute {str(key)!r} is given twice", place_of(key))
-            out[intern(str(key))] = value
+            out[_name(key)] = value
         return out
 
     op_attributes = attributes
@@ -405,7 +417,12 @@ def parse(text: str, filename: str | None = None, editing: bool = False) -> Prog
     """Parse model.mil text; raise ParseError (with every error found, as for miltext's text).
     With `editing`, the plain ops are CompactOperations (miltext.ir.compact), for an editor
     that holds the reading (the dialect writes every blob offset)."""
-    return collect_errors(text, filename, lambda attempt: _parse_rest(attempt, editing))
+    program = collect_errors(text, filename, lambda attempt: _parse_rest(attempt, editing))
+    program.modelmil_ending = _ENDING.search(text).group()
+    return program
+
+
+_ENDING = re.compile(r"[ \t\r\n\f]*\Z")  # what the grammar skips as whitespace
 
 
 def _parse_rest(text: str, editing: bool = False):

@@ -16,7 +16,7 @@ from ...errors import ProgramError
 from ...ir import (MISSING, Blob, DictData, DictType, ListData, ListType, StateType, TensorData,
                    TensorType, TupleData, TupleType, VARIADIC, Value)
 from .. import lexemes
-from .words import IOS_OF_OPSET, VERSION_1_0, VERSION_1_3, is_name, text_version
+from .words import IOS_OF_OPSET, VERSION_1_0, VERSION_1_3, name_problem, op_type_problem, read_version, text_version
 
 STEP = "    "
 
@@ -36,11 +36,12 @@ class _Cannot(Exception):
 
 def print_modelmil(program, version: str | None = None) -> str:
     """The model.mil text of `program`. `version` is the dialect version, 1.0 or 1.3 (by
-    default the one the compiler writes for it: words.text_version)."""
-    printer = _Printer(version or text_version(program))
+    default the one it was read with, else the one the compiler writes for it:
+    words.text_version). A program read from model.mil ends as its text did."""
+    printer = _Printer(version or read_version(program) or text_version(program))
     try:
         with bulk():
-            return printer.program(program)
+            return printer.program(program) + program.modelmil_ending
     except _Cannot as e:
         raise _error(e) from None
 
@@ -145,7 +146,10 @@ class _Printer:
         outs = ", ".join(self._decl(v, "output") for v in op.outputs)
         args = ", ".join(f"{self._name(k)} = {self._bindings(k, op.inputs[k])}" for k in sorted(op.inputs))
         attrs = self._attributes(op.attributes, "attribute") if op.attributes else ""
-        call = f"{self._name(op.type)}({args}){attrs};"
+        problem = op_type_problem(op.type, bool(op.outputs))
+        if problem:
+            raise _Cannot(problem)
+        call = f"{op.type}({args}){attrs};"
         return f"{outs} = {call}" if outs else call
 
     def _bindings(self, key: str, bindings: list) -> str:
@@ -181,9 +185,9 @@ class _Printer:
 
     def _name(self, text: str) -> str:
         if text not in self.names:
-            if not is_name(text):
-                raise _Cannot(f"the name {text!r}: a name is an identifier ([A-Za-z_][A-Za-z0-9_]*) "
-                              "and not one of the dialect's words (tensor, fp32, state, ...)")
+            problem = name_problem(text)
+            if problem:
+                raise _Cannot(problem)
             self.names.add(text)
         return text
 

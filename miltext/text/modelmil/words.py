@@ -23,10 +23,13 @@ _OPSETS_OF_1_3 = frozenset(["CoreML8", "CoreML9"])
 _ALWAYS_1_3_FROM = (3520,)
 
 # coremltools renames vars and ops that would spell one of these (its NameSanitizer), because
-# model.mil reads them as keywords; the other dtype names and `block` are keywords here too.
+# model.mil reads them as keywords; the other dtype names are keywords here too. `block` (the
+# word for a nested block) is not: coremltools leaves it alone, and it reads as a name wherever
+# a name is, except as the type of an op without outputs (see name_problem).
 KEYWORDS = frozenset("""any bool program func tensor list dict tuple true false string bf16 fp16
-    fp32 fp64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 state block""".split()) | frozenset(
+    fp32 fp64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 state""".split()) | frozenset(
     d for d in dtypes.NAMES if d != "unused")
+NESTED_BLOCK = "block"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # model.mil starts `program(1.0)`; miltext's own header is `program(version=...)` (a comment or a
@@ -43,6 +46,30 @@ def looks_like_modelmil(text: str) -> bool:
 def is_name(text: str) -> bool:
     """Whether model.mil can write `text` as a name (of a var, an op type, a key, ...)."""
     return bool(_IDENTIFIER.match(text)) and text not in KEYWORDS
+
+
+def name_problem(text: str) -> str | None:
+    """Why model.mil cannot write the name `text`, in the words both its printer and its
+    parser use; None when it can."""
+    if is_name(text):
+        return None
+    return (f"the name {text!r}: a name is an identifier ([A-Za-z_][A-Za-z0-9_]*) "
+            "and not one of the dialect's words (tensor, fp32, state, ...)")
+
+
+def op_type_problem(op_type: str, has_outputs: bool) -> str | None:
+    """name_problem for an op's type: a line that starts `block(` is a nested block, so an op
+    without outputs cannot be of type `block`."""
+    if op_type == NESTED_BLOCK and not has_outputs:
+        return ("the op type 'block' on an op without outputs: its line would start a nested "
+                "block")
+    return name_problem(op_type)
+
+
+def read_version(program) -> str | None:
+    """The version a program's model.mil header said, when the printer can write it."""
+    version = program.modelmil_version
+    return version if version in (VERSION_1_0, VERSION_1_3) else None
 
 
 def text_version(program) -> str:

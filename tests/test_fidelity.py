@@ -1,0 +1,175 @@
+"""Nothing of a real file is lost or changed on its way through miltext (issue 27):
+
+- a model.mil keeps the header version and the ending it was read with, and every Apple-written
+  file prints back byte for byte, with a final newline or without;
+- every name the parsers accept prints in both dialects, and a name model.mil cannot write is
+  refused by its parser in the printer's words.
+"""
+import os
+import re
+
+import pytest
+
+import miltext
+from conftest import case_id, corpus_files, proto_cases
+from miltext.ir import Block, Function, Operation, Program, TensorType, Value, Var
+from miltext.text import lexemes
+from miltext.text.modelmil import words
+from miltext.text.modelmil.printer import print_modelmil
+
+APPLE_FILES = corpus_files("modelmil", ".mil") + corpus_files("wild", ".mil")
+GRAMMARS = os.path.join(os.path.dirname(__file__), "..", "grammar")
+
+
+def read(path: str) -> str:
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def proto_bytes(program) -> bytes:
+    return program.to_proto().SerializeToString(deterministic=True)
+
+
+# ---- the header version and the ending ----------------------------------------------------------
+
+@pytest.mark.parametrize("ending", ["", "\n", "\r\n", "\n\n"])
+@pytest.mark.parametrize("path", APPLE_FILES, ids=case_id)
+def test_an_apple_file_prints_back_byte_for_byte_whatever_its_ending(path, ending):
+    text = read(path).rstrip("\n") + ending
+    assert miltext.dumps(miltext.loads(text), dialect="modelmil") == text
+
+
+@pytest.mark.parametrize("path", APPLE_FILES, ids=case_id)
+def test_the_command_line_prints_an_apple_file_back_byte_for_byte(path, tmp_path, capfdbinary):
+    from miltext.cli import main
+    for ending in ("", "\n"):
+        copy = tmp_path / f"model{len(ending)}.mil"
+        copy.write_bytes(read(path).encode("utf-8") + ending.encode())
+        assert main(["print", "--dialect", "modelmil", str(copy)]) in (0, None)
+        assert capfdbinary.readouterr().out == copy.read_bytes()
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.3"])
+def test_the_version_read_is_kept_whatever_the_rule_says(version):
+    """A 3520 compiler's file in program(1.0) (as 38 in tests/corpus/wild is) keeps 1.0, and an
+    old compiler's file in 1.3 keeps 1.3; a program from the proto takes the rule."""
+    text = read(APPLE_FILES[0])  # coremlc 3402, program(1.0)
+    forced = print_modelmil(miltext.loads(text), version)
+    program = miltext.loads(forced)
+    assert program.modelmil_version == version
+    assert miltext.dumps(program, dialect="modelmil") == forced
+    assert miltext.dumps(Program.from_proto(proto_bytes(program)), dialect="modelmil").startswith("program(1.0)\n")
+
+
+def test_the_version_and_ending_are_not_part_of_the_program_value():
+    text = read(APPLE_FILES[0])
+    a, b = miltext.loads(text), miltext.loads(text.replace("program(1.0)", "program(1.3)", 1) + "\n")
+    assert (a.modelmil_version, b.modelmil_version, a.modelmil_ending, b.modelmil_ending) == ("1.0", "1.3", "", "\n")
+    assert a == b and proto_bytes(a) == proto_bytes(b)
+
+
+def test_a_version_the_printer_cannot_spell_takes_the_rule():
+    text = read(APPLE_FILES[0]).replace("program(1.0)", "program(1)", 1)
+    program = miltext.loads(text)
+    assert program.modelmil_version == "1"
+    assert miltext.dumps(program, dialect="modelmil") == read(APPLE_FILES[0])
+
+
+# ---- names ------------------------------------------------------------------------------------
+
+def _corpus_names() -> set:
+    names = set()
+
+    def walk(block):
+        names.update(v.name for v in block.inputs)
+        for op in block.operations:
+            names.add(op.type)
+            names.update(op.inputs)
+            names.update(op.attributes)
+            names.update(v.name for v in op.outputs)
+            for nested in op.blocks:
+                walk(nested)
+
+    programs = [Program.from_proto(open(p, "rb").read()) for p in proto_cases()]
+    programs += [miltext.loads(read(p)) for p in APPLE_FILES]
+    for program in programs:
+        names.update(program.functions)
+        names.update(program.attributes)
+        for fn in program.functions.values():
+            names.update(v.name for v in fn.inputs)
+            names.update(fn.attributes)
+            for block in fn.blocks.values():
+                walk(block)
+    return names
+
+
+def _grammar_words() -> set:
+    found = set()
+    for name in ("mil.lark", "modelmil.lark"):
+        with open(os.path.join(GRAMMARS, name), encoding="utf-8") as f:
+            found.update(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', f.read()))
+    return found | set(lexemes.KEYWORDS) | set(words.KEYWORDS) | {"block", "BLOBFILE"}
+
+
+NAMES = sorted(_corpus_names() | _grammar_words())
+POSITIONS = ("function", "input var", "output var", "op type", "input key", "attribute key")
+FP = TensorType("fp32", (2,))
+
+
+def _program(name: str, position: str) -> Program:
+    """A small program with `name` in one position and plain names elsewhere."""
+    def at(where, plain):
+        return name if position == where else plain
+    x, y = at("input var", "x"), at("output var", "y")
+    op = Operation(type=at("op type", "relu"), inputs={at("input key", "x"): [x]}, outputs=[Var(y, FP)],
+                   attributes={at("attribute key", "tag"): Value.tensor("t")})
+    block = Block(outputs=[y], operations=[op])
+    return Program(functions={at("function", "main"): Function(inputs=[Var(x, FP)], opset="CoreML7",
+                                                               blocks={"CoreML7": block})})
+
+
+def test_the_names_cover_the_corpus_and_both_grammars():
+    assert len(NAMES) > 2000
+    assert {"block", "fp32", "program", "func", "List", "unknown", "BLOBFILE", "tensor"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("position", POSITIONS)
+def test_every_name_prints_in_miltext_text_and_reads_back(position):
+    for name in NAMES:
+        program = _program(name, position)
+        assert miltext.loads(miltext.dumps(program)) == program, (name, position)
+
+
+@pytest.mark.parametrize("position", POSITIONS)
+def test_every_name_prints_in_model_mil_or_both_sides_refuse_it_in_the_same_words(position):
+    placeholder = "PLACEHOLDER_NAME"
+    template = miltext.dumps(_program(placeholder, position), dialect="modelmil")
+    refused = []
+    for name in NAMES:
+        program = _program(name, position)
+        problem = words.name_problem(name)
+        if problem is None:
+            text = miltext.dumps(program, dialect="modelmil")
+            back = miltext.loads(text)
+            assert proto_bytes(back) == proto_bytes(program), (name, position)
+            assert miltext.dumps(back, dialect="modelmil") == text
+            continue
+        refused.append(name)
+        with pytest.raises(miltext.ProgramError) as printing:
+            miltext.dumps(program, dialect="modelmil")
+        assert f"model.mil cannot express {problem}" in str(printing.value)
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):  # a word the lexer reads as a name
+            with pytest.raises(miltext.ParseError) as parsing:
+                miltext.loads(re.sub(rf"\b{placeholder}\b", name, template))
+            assert f"model.mil cannot express {problem}" in str(parsing.value), (name, position)
+    assert "block" not in refused and {"fp32", "tensor", "state"} <= set(refused)
+
+
+def test_block_is_a_name_but_not_the_type_of_an_op_without_outputs():
+    text = miltext.dumps(_program("block", "output var"), dialect="modelmil")
+    assert "tensor<fp32, [2]> block = relu(x = x)" in text
+    assert miltext.dumps(miltext.loads(text), dialect="modelmil") == text
+    program = _program("block", "op type")
+    program.functions["main"].block.operations[0].outputs.clear()
+    with pytest.raises(miltext.ProgramError, match="the op type 'block' on an op without outputs"):
+        miltext.dumps(program, dialect="modelmil")
