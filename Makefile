@@ -1,9 +1,11 @@
 # miltext — every target sets itself up from nothing: a virtual environment in .venv with
-# miltext installed (editable) and what the tests need.
+# miltext installed (editable); `demo` installs only miltext and its three dependencies, the
+# other targets also what the tests need.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 OUT    := build/demo
 NODE_TEST  := editors/vscode/test
 NODE_STAMP := $(NODE_TEST)/node_modules/.installed
@@ -13,45 +15,60 @@ VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 .PHONY: demo test test-slow bench conformance clean have-vim have-nvim fuzz sanitize vsix
 
 $(STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c
+	@echo "== installing miltext and the test tools into $(VENV) (pip; a few minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments,weights]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
+
+# The demo needs miltext alone (numpy, lark, protobuf): no test tools, no coremltools.
+$(DEMO_STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c
+	@echo "== installing miltext into $(VENV) (pip: numpy, lark, protobuf)"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(DEMO_STAMP)
 
 # Print an example model as canonical text, build it into an .mlpackage (binary protobuf and
 # weight file) and print that back: the round trip gives the same text.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	@rm -rf $(OUT) && mkdir -p $(OUT)
 	@echo "== miltext print examples/mlp/model.mil"
 	@$(BIN)/miltext print examples/mlp/model.mil
 	@$(BIN)/miltext build examples/mlp/model.mil -o $(OUT)/mlp.mlpackage
 	@echo "== built $(OUT)/mlp.mlpackage; printing it back:"
 	@$(BIN)/miltext print $(OUT)/mlp.mlpackage | diff -u examples/mlp/model.mil - \
-		&& echo "== round trip text -> .mlpackage -> text: identical"
+		&& echo "== round trip text -> .mlpackage -> text: identical" \
+		&& echo "== miltext is $(BIN)/miltext; \`. $(BIN)/activate\` puts it on your PATH"
 
 # The editor tests run the VS Code grammar with vscode-textmate and vscode-oniguruma from npm,
 # and the Vim syntax in Debian's vim (installed here when missing and we are root).
 $(NODE_STAMP): $(NODE_TEST)/package-lock.json
+	@command -v npm >/dev/null || { echo "node/npm is missing: install Node.js 18+ (sudo apt-get install nodejs npm; macOS: brew install node) and run make again" >&2; exit 1; }
+	@echo "== npm ci in $(NODE_TEST) (vscode-textmate, vscode-oniguruma)"
 	npm ci --prefix $(NODE_TEST) --no-audit --no-fund --loglevel=error
 	touch $@
 
 have-vim:
-	@command -v vim >/dev/null || if [ "$$(id -u)" = 0 ]; then \
+	@command -v vim >/dev/null || if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "== vim is missing: installing Debian's vim (apt-get install vim)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq vim >/dev/null; \
 	else \
-		echo "vim is missing: install it (sudo apt-get install vim) and run make test again" >&2; exit 1; \
+		echo "vim is missing: install it (sudo apt-get install vim; macOS: brew install vim) and run make test again" >&2; exit 1; \
 	fi
 
 # Neovim's built-in LSP client is driven against `miltext lsp` (tests/test_lsp_neovim.py).
 have-nvim:
-	@command -v nvim >/dev/null || if [ "$$(id -u)" = 0 ]; then \
+	@command -v nvim >/dev/null || if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "== nvim is missing: installing Debian's neovim (apt-get install neovim)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null; \
 	else \
-		echo "neovim is missing: install it (sudo apt-get install neovim) and run make test again" >&2; exit 1; \
+		echo "neovim is missing: install it (sudo apt-get install neovim; macOS: brew install neovim) and run make test again" >&2; exit 1; \
 	fi
 
 # The VS Code extension's own tools (vsce, esbuild) and client library.
 $(VSCODE_STAMP): $(VSCODE)/package-lock.json
+	@command -v npm >/dev/null || { echo "node/npm is missing: install Node.js 18+ (sudo apt-get install nodejs npm; macOS: brew install node) and run make again" >&2; exit 1; }
+	@echo "== npm ci in $(VSCODE) (vsce, esbuild, vscode-languageclient)"
 	npm ci --prefix $(VSCODE) --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -61,7 +78,7 @@ test: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim
 # The VS Code extension packaged as editors/vscode/dist/miltext-mil-VERSION.vsix (client bundled
 # by esbuild), then its content checked.
 vsix: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP)
-	cd $(VSCODE) && node node_modules/@vscode/vsce/vsce package --out dist/
+	cd $(VSCODE) && node node_modules/@vscode/vsce/vsce package --allow-missing-repository --out dist/
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_vscode_extension.py
 
 # The long suites (marked slow): fuzzing runs, big inputs, real conversions. CI runs them as a

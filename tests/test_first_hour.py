@@ -98,3 +98,91 @@ def test_a_wrong_command_is_a_command_line_error(capsys):
     with pytest.raises(SystemExit) as e:
         main(["frobnicate"])
     assert e.value.code == 2 and "invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+# ---- licence ------------------------------------------------------------------------------------
+
+def read(*parts: str) -> str:
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
+        return f.read()
+
+
+def test_apache_licence_at_the_top_in_the_package_metadata_and_in_the_extension():
+    import json
+    licence = read("LICENSE")
+    assert "Apache License\n                           Version 2.0, January 2004" in licence
+    assert "END OF TERMS AND CONDITIONS" in licence
+    pyproject = read("pyproject.toml")
+    assert 'license = "Apache-2.0"' in pyproject and 'license-files = ["LICENSE"]' in pyproject
+    assert read("editors", "vscode", "LICENSE") == licence
+    manifest = json.loads(read("editors", "vscode", "package.json"))
+    assert manifest["license"] == "Apache-2.0" and "repository" not in manifest
+
+
+def test_no_placeholder_repository_anywhere_a_user_reads():
+    for parts in (("README.md",), ("editors", "vscode", "README.md"), ("editors", "vscode", "package.json"),
+                  ("docs", "tutorial.md"), ("examples", "README.md"), (".pre-commit-hooks.yaml",)):
+        assert "OWNER/" not in read(*parts), parts
+
+
+# ---- make demo ----------------------------------------------------------------------------------
+
+def make_rule(target: str) -> str:
+    """The recipe of a Makefile rule (the lines after `target:` up to the next blank line)."""
+    makefile = read("Makefile")
+    start = makefile.index(f"\n{target}:") + 1
+    end = makefile.find("\n\n", start)
+    return makefile[start:end if end >= 0 else None]
+
+
+def test_make_demo_installs_only_what_the_demo_needs_and_says_where_miltext_is():
+    demo = make_rule("demo")
+    assert demo.startswith("demo: $(DEMO_STAMP)")
+    setup = make_rule("$(DEMO_STAMP)")
+    assert "pip install --quiet -e .\n" in setup and "[" not in setup.split("pip install", 1)[1]
+    assert "activate" in demo and "PATH" in demo
+
+
+def test_make_test_announces_what_it_installs_before_installing_it():
+    for target in ("have-vim", "have-nvim", "$(NODE_STAMP)", "$(VSCODE_STAMP)", "$(STAMP)"):
+        rule = make_rule(target)
+        installs = [i for i, line in enumerate(rule.split("\n")) if "echo" not in line and
+                    ("apt-get install" in line or "npm ci" in line or "pip install" in line)]
+        says = [i for i, line in enumerate(rule.split("\n")) if "echo \"== " in line]
+        assert installs and says and says[0] < installs[0], target
+    for target in ("have-vim", "have-nvim"):
+        assert "brew install" in make_rule(target)      # and what to do on macOS
+
+
+# ---- the examples -------------------------------------------------------------------------------
+
+EXAMPLES = os.path.join(ROOT, "examples")
+PROGRAM_ONLY = {"control_flow.mil": "input %pred is bool"}     # what build says of it
+
+
+def example_sources() -> list[str]:
+    import glob
+    found = glob.glob(os.path.join(EXAMPLES, "*.mil")) + glob.glob(os.path.join(EXAMPLES, "*", "model.mil"))
+    return sorted(os.path.relpath(p, EXAMPLES) for p in found)
+
+
+@pytest.mark.parametrize("name", example_sources())
+def test_every_example_builds_into_a_model_or_says_why_it_is_a_program(name, tmp_path, capsys):
+    source = os.path.join(EXAMPLES, name)
+    package = tmp_path / "out.mlpackage"
+    status, _, err = command(capsys, "build", source, "-o", str(package))
+    if name not in PROGRAM_ONLY:
+        assert (status, err) == (0, "") and package.is_dir()
+        return
+    assert status == 1 and PROGRAM_ONLY[name] in err and not package.exists()
+    row = next(line for line in read("examples", "README.md").split("\n") if line.startswith(f"| `{name}`"))
+    assert "a program" in row and "bool" in row
+    assert command(capsys, "build", source, "-o", str(tmp_path / "program.pb"))[0] == 0
+
+
+def test_the_examples_readme_says_what_make_demo_does():
+    readme = read("examples", "README.md")
+    said = readme[readme.index("`make demo`"):]
+    assert said.split("\n\n")[0].count("mlp/model.mil") == 1 and "mlp.mlpackage" in said
+    demo = make_rule("demo")
+    assert "print examples/mlp/model.mil" in demo and "$(OUT)/mlp.mlpackage" in demo
