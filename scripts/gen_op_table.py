@@ -114,7 +114,9 @@ from coremltools.converters.mil.mil.ops.registry import SSAOpRegistry
 
 GENERATED_BY = "scripts/gen_op_table.py"
 DEFAULT_OUTPUT = os.path.join("miltext", "data", "ops.json")
-FIRST_ML_PROGRAM_TARGET = AvailableTarget.iOS15
+# MIL opsets start at iOS13 (CoreML3): ML programs need iOS15, but coremltools prints and
+# checks programs of the older MIL opsets too (`main[CoreML3]`).
+FIRST_ML_PROGRAM_TARGET = AvailableTarget.iOS13
 
 # Canonical spelling and order of element dtypes in the table.
 DTYPE_ORDER = (

@@ -173,3 +173,42 @@ def test_block_is_a_name_but_not_the_type_of_an_op_without_outputs():
     program.functions["main"].block.operations[0].outputs.clear()
     with pytest.raises(miltext.ProgramError, match="the op type 'block' on an op without outputs"):
         miltext.dumps(program, dialect="modelmil")
+
+
+# ---- opsets ----------------------------------------------------------------------------------
+
+COREMLTOOLS_OPSETS = {"CoreML3": "iOS13", "CoreML4": "iOS14", "CoreML5": "iOS15", "CoreML6": "iOS16",
+                      "CoreML7": "iOS17", "CoreML8": "iOS18", "CoreML9": "iOS26"}  # coremltools 9's _OPSET
+
+
+def _check(text: str):
+    from miltext.checker import check
+    return check(miltext.loads(text))
+
+
+@pytest.mark.parametrize("opset", sorted(COREMLTOOLS_OPSETS))
+def test_every_opset_coremltools_has_is_known_and_its_ops_are_checked(opset):
+    from miltext import ops
+    assert ops.table()["opsets"][opset] == COREMLTOOLS_OPSETS[opset]
+    text = (f"main[{opset}](%x: (2, fp32)) {{\n  block0() {{\n"
+            f"    %y: (2, fp32) = relu(x=%x, name=\"y\")\n    %z: (2, fp32) = relu(xx=%y, name=\"z\")\n"
+            f"  }} -> (%z)\n}}\n")
+    messages = [d.message for d in _check(text)]
+    assert not any("opset" in m for m in messages), messages
+    assert any("relu has no input 'xx'" in m for m in messages)
+    program = miltext.loads(text)
+    modelmil = miltext.dumps(program, dialect="modelmil")
+    assert f"func main<{COREMLTOOLS_OPSETS[opset].lower()}>" in modelmil
+    assert miltext.loads(modelmil) == program
+
+
+def test_an_op_an_opset_lacks_is_named_with_the_opset_that_added_it():
+    text = ("main[CoreML3](%x: (2, fp32)) {\n  block0() {\n"
+            "    %y: (2, fp32) = silu(x=%x, name=\"y\")\n  } -> (%y)\n}\n")
+    assert not [d for d in _check(text) if "silu" in d.message]  # silu is an iOS 13 op
+    from miltext import ops
+    added = {o for o in ops.table()["ops"] if ops.variant(o, "CoreML5") and not ops.variant(o, "CoreML4")}
+    assert added  # iOS 15 added ops that CoreML3 and CoreML4 do not have
+    op = sorted(added)[0]
+    messages = [d.message for d in _check(text.replace("silu(x=%x", f"{op}(x=%x"))]
+    assert any(op in m and "CoreML5" in m for m in messages), messages

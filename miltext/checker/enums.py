@@ -36,7 +36,7 @@ ALLOWED = {
 # cast's dtype: coremltools' cast.supported_dtypes() in each opset
 _CAST_IOS15 = ("fp16", "fp32", "int32", "bool")
 _CAST_IOS17 = ("fp16", "fp32", "int8", "uint8", "int16", "uint16", "int32", "bool")
-CAST_DTYPES = {"CoreML5": _CAST_IOS15, "CoreML6": _CAST_IOS15}
+CAST_DTYPES = {"CoreML3": _CAST_IOS15, "CoreML4": _CAST_IOS15, "CoreML5": _CAST_IOS15, "CoreML6": _CAST_IOS15}
 
 # dtype names other libraries use, for "did you mean"
 DTYPE_ALIASES = {"float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",

@@ -9,8 +9,10 @@ import re
 from ... import dtypes
 
 # The proto's opset (Function.opset, the key of its block) and its model.mil spelling.
-IOS_OF_OPSET = {"CoreML5": "ios15", "CoreML6": "ios16", "CoreML7": "ios17", "CoreML8": "ios18",
-                "CoreML9": "ios26"}
+# CoreML3 and CoreML4 (iOS 13 and 14) are MIL opsets that no ML program uses (those need iOS 15),
+# spelled as the others are so that every opset coremltools has prints.
+IOS_OF_OPSET = {"CoreML3": "ios13", "CoreML4": "ios14", "CoreML5": "ios15", "CoreML6": "ios16",
+                "CoreML7": "ios17", "CoreML8": "ios18", "CoreML9": "ios26"}
 OPSET_OF_IOS = {ios: opset for opset, ios in IOS_OF_OPSET.items()}
 
 # `program(1.0)` writes a rank-0 type tensor<int32, []>, `program(1.3)` writes int32. The proto's
