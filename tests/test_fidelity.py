@@ -212,3 +212,20 @@ def test_an_op_an_opset_lacks_is_named_with_the_opset_that_added_it():
     op = sorted(added)[0]
     messages = [d.message for d in _check(text.replace("silu(x=%x", f"{op}(x=%x"))]
     assert any(op in m and "CoreML5" in m for m in messages), messages
+
+
+# ---- coremltools' prints of every era: symbolic dims ------------------------------------------
+
+@pytest.mark.parametrize("dim", ["s0", "is0", "is12", "3*is0", "is0 + 1", "1 - is0", "-is0", "is0**2", "is0/2",
+                                 "Max(1, is0)", "floor(is0/2)", "Mod(is0, 2)", "2*floor(is0/2) + 1"])
+def test_a_symbolic_dim_of_any_coremltools_print_reads_as_an_unknown_dim(dim):
+    """coremltools 4 to 9 print unknown dims as sympy text: `s0` (its early symbols), `is0`, and
+    arithmetic over them in a shape or a value known only by symbols."""
+    text = (f"main(%x: (1, {dim}, fp32)(Tensor)) {{\n  block0() {{\n"
+            f"    %y: ({dim},fp32)(Tensor) = relu(x=%x, name=\"y\")\n"
+            f"    %s: (2,int32)^(Tensor) = shape(x=%x, name=\"s\")\n"
+            f"  }} -> (%y)\n}}\n")
+    program = miltext.loads(text)
+    fn = program.functions["main"]
+    assert fn.inputs[0].type == TensorType("fp32", (1, None))
+    assert fn.blocks[fn.opset].operations[0].outputs[0].type == TensorType("fp32", (None,))

@@ -7,7 +7,7 @@ _TERMINALS = {
     "FLOAT": "a number", "SPECIAL_FLOAT": "a number", "NAN_BITS": "a number", "NUMBERS": "a value",
     "DTYPE": "a dtype such as fp32", "TRUE": "True", "FALSE": "False", "B64": 'b64"..." data',
     "STORAGE": "a storage kind such as floats:", "OBJECT_REPR": "a value",
-    "SYM_OP": "an operator", "LPAR": "'('", "LSQB": "'['", "LBRACE": "'{'", "RPAR": "')'",
+    "SYM_OP": "an operator", "SYM_CALL": "a dimension", "SYM_NEGATED": "a dimension", "LPAR": "'('", "LSQB": "'['", "LBRACE": "'{'", "RPAR": "')'",
     "RSQB": "']'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'", "EQUAL": "'='",
     "STAR": "'*'", "QMARK": "'?'", "CIRCUMFLEX": "'^'", "$END": "the end of the text",
     "SIMPLE_OPS": "an op", "KEY": "an argument such as x=%x", "ARG_REF": "an argument such as x=%x",
