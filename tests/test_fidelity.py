@@ -229,3 +229,88 @@ def test_a_symbolic_dim_of_any_coremltools_print_reads_as_an_unknown_dim(dim):
     fn = program.functions["main"]
     assert fn.inputs[0].type == TensorType("fp32", (1, None))
     assert fn.blocks[fn.opset].operations[0].outputs[0].type == TensorType("fp32", (None,))
+
+
+# ---- fields this schema does not know ----------------------------------------------------------
+
+# One unknown field of each wire type, numbered past every field MIL.proto has: a varint, a
+# length-delimited field, a fixed64 and a fixed32 (tags of fields 100 to 103).
+UNKNOWN = {"varint": bytes([0xA0, 0x06, 0x96, 0x01]), "bytes": bytes([0xAA, 0x06, 0x03]) + b"new",
+           "fixed64": bytes([0xB1, 0x06]) + bytes(range(8)), "fixed32": bytes([0xBD, 0x06, 1, 2, 3, 4])}
+
+
+def _messages(msg, kinds: dict) -> None:
+    """The first message of each kind in `msg` (Program, Function, Block, Operation, ...)."""
+    kinds.setdefault(msg.DESCRIPTOR.name, msg)
+    for field, value in msg.ListFields():
+        if field.message_type is None:
+            continue
+        if field.message_type.GetOptions().map_entry:
+            if field.message_type.fields_by_name["value"].message_type is not None:
+                for key in sorted(value):
+                    _messages(value[key], kinds)
+        elif field.is_repeated:
+            for item in value:
+                _messages(item, kinds)
+        else:
+            _messages(value, kinds)
+
+
+INJECTED_CASES = ["coremltools/activations.pb", "coremltools/cond_basic.pb", "coremltools/cast_all_dtypes.pb",
+                  "coremltools/const_dtype_zoo_ios17.pb"]
+
+
+@pytest.mark.parametrize("case", INJECTED_CASES)
+@pytest.mark.parametrize("wire", sorted(UNKNOWN))
+def test_unknown_fields_in_every_kind_of_message_survive_proto_text_proto(case, wire):
+    from miltext.proto import schema
+    from conftest import CORPUS
+    msg = schema.Program.FromString(open(os.path.join(CORPUS, case), "rb").read())
+    kinds: dict = {}
+    _messages(msg, kinds)
+    assert {"Program", "Function", "Block", "Operation", "Argument", "Value", "ValueType",
+            "TensorType", "NamedValueType"} <= set(kinds)
+    for m in kinds.values():
+        m.MergeFromString(UNKNOWN[wire])
+    data = msg.SerializeToString(deterministic=True)
+    program = Program.from_proto(data)
+    assert len(program.unknown_fields) == len(kinds)
+    text = miltext.dumps(program)
+    assert "unknownFields=" in text
+    back = miltext.loads(text)
+    assert back == program
+    assert back.to_bytes() == data and back.to_proto().SerializeToString(deterministic=True) == data
+    from miltext.text.mil.fastprint import proto_text
+    assert proto_text(data) == text  # the C printer leaves such a program to the Python one
+
+
+def test_check_warns_of_unknown_fields_and_model_mil_refuses_them():
+    from miltext.checker import check
+    from conftest import CORPUS
+    from miltext.proto import schema
+    msg = schema.Program.FromString(open(os.path.join(CORPUS, "coremltools", "activations.pb"), "rb").read())
+    msg.MergeFromString(UNKNOWN["varint"])
+    program = Program.from_proto(msg.SerializeToString(deterministic=True))
+    assert [d.message for d in check(program) if "does not know" in d.message]
+    with pytest.raises(miltext.ProgramError, match="fields this schema does not know"):
+        miltext.dumps(program, dialect="modelmil")
+    assert not [d for d in check(Program.from_proto(open(os.path.join(CORPUS, "coremltools", "activations.pb"),
+                                                         "rb").read())) if "does not know" in d.message]
+
+
+@pytest.mark.parametrize("header,message", [
+    ('unknownFields=Dict[(string), (?, uint8)]({"[\\"nowhere\\"]": [160, 6, 1]})', "'nowhere' is no message field"),
+    ('unknownFields=Dict[(string), (?, uint8)]({"[]": [8, 1]})', "fields this schema knows (version)"),
+    ('unknownFields=Dict[(string), (?, uint8)]({"[]": [255]})', "not protobuf fields"),
+    ('unknownFields=Dict[(string), (?, uint8)]({"[\\"functions\\", \\"f\\"]": [160, 6, 1]})', 'functions has no "f"'),
+])
+def test_unknown_fields_that_do_not_fit_are_an_error_not_a_crash(header, message):
+    text = f"program(version=1, {header})\n\nmain[CoreML7](%x: (2, fp32)) {{\n  block0() {{\n  }} -> (%x)\n}}\n"
+    with pytest.raises(miltext.ProgramError, match=re.escape(message)):
+        miltext.loads(text).to_bytes()
+
+
+def test_unknown_fields_of_the_wrong_type_are_a_parse_error():
+    text = 'program(version=1, unknownFields="x")\n'
+    with pytest.raises(miltext.ParseError, match="unknownFields is Dict"):
+        miltext.loads(text)

@@ -18,6 +18,11 @@ RULES = {
 
 
 def check(ctx: Context) -> None:
+    unknown = getattr(ctx.program, "unknown_fields", None)
+    if unknown:  # a newer writer's fields: kept, but nothing here knows what they mean
+        ctx.warning("unknown-fields", None, f"the program has fields this version of miltext does not "
+                    f"know, in {len(unknown)} place(s) (first: {min(unknown)}); they are kept as they are, "
+                    "unchecked")
     for name, fn in ctx.program.functions.items():
         _specializations(ctx, name, fn)
     for _, _, op in ctx.ops:

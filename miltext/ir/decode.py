@@ -8,6 +8,7 @@ from .. import dtypes
 from ..errors import ProgramError
 from ..bulk import bulk
 from ..proto import schema
+from . import unknown
 from .program import Block, Function, Operation, Program, Var
 from .types import MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType, TupleType, UnknownType
 from .values import Blob, DictData, EmptyImmediate, ListData, TensorData, TupleData, Value
@@ -27,7 +28,8 @@ def program_from_proto(data) -> Program:
     with bulk():
         return Program(
             functions={name: function(f) for name, f in msg.functions.items()},
-            version=msg.version, doc=msg.docString, attributes=value_map(msg.attributes))
+            version=msg.version, doc=msg.docString, attributes=value_map(msg.attributes),
+            unknown_fields=unknown.collect(msg) if unknown.has_unknown(msg) else {})
 
 
 def program_message(data) -> "schema.Program":

@@ -7,7 +7,7 @@ from .. import dtypes
 from ..errors import ProgramError
 from ..bulk import bulk
 from ..proto import schema
-from . import fastencode
+from . import fastencode, unknown
 from .types import MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType, TupleType, UnknownType
 from .values import Blob, DictData, Elided, EmptyImmediate, ListData, TensorData, TupleData, Value, WeightRef
 
@@ -68,6 +68,8 @@ def _program(program):
     for name, fn in program.functions.items():
         function(fn, msg.functions[name])
     value_map(program.attributes, msg.attributes)
+    if program.unknown_fields:
+        unknown.apply(msg, program.unknown_fields)
     return msg
 
 

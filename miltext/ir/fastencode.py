@@ -70,7 +70,7 @@ def program_bytes(program) -> bytes | None:
     """The deterministic serialized bytes of `program`, or None when the C path is unavailable,
     disabled, or leaves this program to encode.py (anything unusual, including what encode.py
     refuses)."""
-    if not available():
+    if not available() or getattr(program, "unknown_fields", None):  # fields it does not know: Python
         return None
     if not _configured:
         _configure()

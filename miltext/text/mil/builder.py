@@ -8,7 +8,7 @@ from sys import intern  # a var name is used many times and mostly equals its op
 from lark import Token, Transformer
 
 from ... import dtypes
-from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictType, Function, ListType, Operation,
+from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, Function, ListType, Operation,
                    Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
 from ...ir.compact import compact
 from ...ir.types import MISSING, NO_ATTRIBUTES
@@ -152,8 +152,9 @@ class _Builder(Transformer):
             if isinstance(item, Section):
                 model = item
             elif isinstance(item, tuple) and item[0] == "header":
-                _, version, doc, attrs = item
+                _, version, doc, attrs, unknown = item
                 program.version, program.doc, program.attributes = version, doc, attrs
+                program.unknown_fields = unknown
             else:
                 name, fn = item
                 if name in program.functions:
@@ -205,16 +206,28 @@ class _Builder(Transformer):
         return out
 
     def header(self, items):
-        version, doc, attrs = 1, "", {}
+        version, doc, attrs, unknown = 1, "", {}, {}
         for item in items:
             if isinstance(item, _Attrs):
                 attrs = dict(item)
             elif isinstance(item, tuple):
                 if item[0] == "version":
                     version = item[1]
+                elif item[0] == "unknown":
+                    unknown = item[1]
                 else:
                     doc = item[1]
-        return ("header", version, doc, attrs)
+        return ("header", version, doc, attrs, unknown)
+
+    def header_unknown(self, items):
+        """unknownFields=Dict[(string), (?, uint8)]({"PATH": [bytes...]}): miltext.ir.unknown."""
+        value = items[0]
+        data, vtype = getattr(value, "data", None), getattr(value, "type", None)
+        if not (type(vtype) is DictType and vtype.key == TensorType("string")
+                and vtype.value == TensorType("uint8", (None,)) and type(data) is DictData):
+            self._fail("unknownFields is Dict[(string), (?, uint8)]({\"PATH\": [BYTE, ...], ...}): the "
+                       "bytes of fields this schema does not know, by the path of their message", None)
+        return ("unknown", {k.data.values[0]: bytes(v.data.values) for k, v in data.items})
 
     def header_version(self, items):
         return ("version", self._int(items[0]))
@@ -544,7 +557,9 @@ class _Builder(Transformer):
         if items and isinstance(items[-1], _Item) and items[-1].kind == "rank":
             rank = items.pop().value
         if items and isinstance(items[-1], _Symbol):
-            self._fail(f"unknown dtype {items[-1]} (dtypes are {', '.join(dtypes.NAMES[1:])})",
+            meant = dtypes.ALIASES.get(str(items[-1]))     # numpy's float32 is MIL's fp32
+            self._fail(f"unknown dtype {items[-1]}{f'; did you mean {meant}?' if meant else ''} "
+                       f"(dtypes are {', '.join(dtypes.NAMES[1:])})",
                        getattr(items[-1], "pos", None) or pos)
         if not items or not (isinstance(items[-1], _Item) and items[-1].kind == "dtype"):
             self._fail("expected a type such as (2, 4, fp32): the dtype comes last", pos)

@@ -53,12 +53,21 @@ def _program_text(program, notes=None) -> str:
 
 
 def _header(program) -> str:
-    if program.version == 1 and not program.doc and not program.attributes:
+    if program.version == 1 and not program.doc and not program.attributes and not program.unknown_fields:
         return ""
     fields = [f"version={program.version}"]
     if program.doc:
         fields.append(f"doc={lexemes.quote(program.doc)}")
+    if program.unknown_fields:
+        fields.append(f"unknownFields={value_text(unknown_fields_value(program.unknown_fields))}")
     return f"program({', '.join(fields)}){attributes_text(program.attributes)}"
+
+
+def unknown_fields_value(table: dict) -> Value:
+    """Program.unknown_fields as the value the header writes: path -> its bytes."""
+    key, raw = TensorType("string"), TensorType("uint8", (None,))
+    return Value(DictType(key, raw), DictData([
+        (Value.tensor(path), Value(raw, TensorData("bytes", bytes(table[path])))) for path in sorted(table)]))
 
 
 # ---- structure --------------------------------------------------------------------------------

@@ -87,6 +87,8 @@ class _Printer:
                           f"program({VERSION_1_3}) both stand for version 1")
         if program.doc:
             raise _Cannot("a program doc string")
+        if program.unknown_fields:
+            raise _Cannot("fields this schema does not know (unknownFields in miltext's text)")
         lines = [f"program({self.version})"]
         if program.attributes:
             lines.append(self._attributes(program.attributes, "program attribute"))
