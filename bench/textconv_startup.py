@@ -11,7 +11,7 @@ ratios; the issue's target is 0.1 or less. Two installs of miltext are timed:
   in every process, coremltools' included);
 - wheel (unless --no-wheel): a wheel of this tree installed once per run into a temporary venv
   that sees this venv's packages (protobuf, coremltools) but has no editable finder: what a
-  user's `pip install miltext` runs.
+  user who installs the wheel runs.
 
 Both run with their bytecode compiled, as pip leaves an install (coremltools' is); the tree's is
 compiled first, whatever PYTHONDONTWRITEBYTECODE says. Also says whether textconv imported any

@@ -186,3 +186,154 @@ def test_the_examples_readme_says_what_make_demo_does():
     assert said.split("\n\n")[0].count("mlp/model.mil") == 1 and "mlp.mlpackage" in said
     demo = make_rule("demo")
     assert "print examples/mlp/model.mil" in demo and "$(OUT)/mlp.mlpackage" in demo
+
+
+# ---- every `pip install` line of the docs and messages, against a wheel built here -------------
+
+import glob  # noqa: E402
+import re  # noqa: E402
+import shlex  # noqa: E402
+import shutil  # noqa: E402
+
+# Where a user reads a `pip install` line: the docs, the editors' READMEs and manifest, the
+# examples and every message of miltext's.
+PIP_SOURCES = ["README.md", "docs/*.md", "examples/README.md", "examples/**/*.py", "editors/vscode/README.md",
+               "editors/vscode/package.json", "miltext/**/*.py", "bench/*.md", "bench/*.py"]
+PIP_LINE = re.compile(r"pip install ([^`\n#]*)")
+EXTRA_MODULES = {"lsp": "pygls", "pygments": "pygments", "weights": "safetensors", "coremltools": "coremltools",
+                 "test": "hypothesis"}
+
+
+def pip_lines() -> dict:
+    """{the arguments of a `pip install` line that installs miltext: where it is written}."""
+    found = {}
+    for pattern in PIP_SOURCES:
+        for path in sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True)):
+            for n, line in enumerate(read(os.path.relpath(path, ROOT)).split("\n"), 1):
+                for m in PIP_LINE.finditer(line):
+                    args = m.group(1).strip()
+                    if "miltext" in args or args.startswith(("-e", ".", "'.", '".', '"$(')):
+                        found.setdefault(args.rstrip(" ,."), f"{os.path.relpath(path, ROOT)}:{n}")
+    return found
+
+
+def as_wheel_line(args: str, wheel: str) -> tuple[list, set]:
+    """The pip arguments of a docs line with the checkout (`.`, `-e .`) or the built wheel
+    (`$(ls dist/miltext-*.whl)`) replaced by `wheel`, other packages (torch) left out; and the
+    extras it asks for. A line of another shape fails: it would be one no test covers."""
+    tokens = [t for t in shlex.split(args) if t != "-e"]
+    out, extras = [], set()
+    for t in tokens:
+        m = re.fullmatch(r"(?:\.|\$\(ls dist/miltext-\*\.whl\))(?:\[([a-z,]+)\])?", t)
+        if m:
+            extras |= set((m.group(1) or "").split(",")) - {""}
+            out.append(wheel + (f"[{m.group(1)}]" if m.group(1) else ""))
+        elif re.fullmatch(r"[A-Za-z0-9_-]+(==[\w.]+)?", t) and t != "miltext":
+            continue                                     # another package (torch): not ours to test
+        else:
+            pytest.fail(f"a pip install line of unknown shape: {args!r}")
+    assert out, f"no miltext in {args!r}"
+    return out, extras
+
+
+def test_the_docs_pip_lines_are_found_and_none_names_an_index_package():
+    lines = pip_lines()
+    assert "-e '.[lsp]'" in lines and '"$(ls dist/miltext-*.whl)[lsp,weights]"' in lines
+    for args, where in lines.items():
+        assert "miltext[" not in args and args.split("[")[0] not in ("miltext", "'miltext", '"miltext'), where
+        as_wheel_line(args, "/w.whl")
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory):
+    """A wheel of this tree, built once (from a copy: the checkout gets no build/ folder)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "node_modules", "build", "dist", "tests", "bench", "fuzz", "__pycache__", "*.so", "*.egg-info"))
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"),
+                          str(source)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (found,) = glob.glob(str(tmp / "dist" / "miltext-*.whl"))
+    return found
+
+
+@pytest.fixture(scope="session")
+def clean_venv(tmp_path_factory):
+    """A venv with nothing in it, made by the interpreter this venv was made from."""
+    venv = tmp_path_factory.mktemp("clean") / "venv"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True, timeout=300)
+    return str(venv / "bin")
+
+
+@pytest.mark.slow
+def test_every_pip_line_installs_from_the_wheel_with_its_extras(wheel, clean_venv, tmp_path):
+    for args, where in pip_lines().items():
+        pip_args, extras = as_wheel_line(args, wheel)
+        run = subprocess.run([os.path.join(clean_venv, "python"), "-m", "pip", "install", *pip_args],
+                             capture_output=True, text=True, timeout=900, cwd=tmp_path)
+        assert run.returncode == 0, f"{where}: pip install {args}\n{run.stdout}{run.stderr}"
+        assert "does not provide the extra" not in run.stdout + run.stderr, where
+        for extra in extras:
+            probe = subprocess.run([os.path.join(clean_venv, "python"), "-c", f"import {EXTRA_MODULES[extra]}"],
+                                   capture_output=True, text=True, cwd=tmp_path, timeout=120)
+            assert probe.returncode == 0, f"{where}: the {extra} extra gave no {EXTRA_MODULES[extra]}: {probe.stderr}"
+    version = subprocess.run([os.path.join(clean_venv, "miltext"), "--version"], capture_output=True, text=True,
+                             cwd=tmp_path, timeout=60)
+    assert version.stdout == "miltext 0.1.0\n"
+    where = subprocess.run([os.path.join(clean_venv, "python"), "-c", "import miltext; print(miltext.__file__)"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=60).stdout
+    assert where.startswith(os.path.dirname(clean_venv)), where       # the wheel's, not the checkout's
+
+
+# ---- a fresh machine: clone, the README's set-up, `miltext` on the PATH, its examples -----------
+
+@pytest.mark.slow
+def test_fresh_clone_set_up_as_the_readme_says(tmp_path):
+    """git clone -> the README's `<!-- setup -->` lines in one shell -> `miltext` on the PATH ->
+    the README's mistake example gives, as `miltext`, what the README shows. What is cloned is
+    the committed tree."""
+    from test_docs import README, _blocks
+    if shutil.which("git") is None or shutil.which("make") is None:
+        pytest.fail("git and make are needed (the README's set-up uses them)", pytrace=False)
+    clone = tmp_path / "miltext"
+    subprocess.run(["git", "clone", "--quiet", ROOT, str(clone)], check=True, timeout=300)
+    blocks = _blocks(README)
+    (setup,) = [b[2] for b in blocks if b[3] == "setup"]
+    (index, (_, _, source, mark)), = [(i, b) for i, b in enumerate(blocks) if b[3].startswith("mistake:")]
+    name = mark.split(":", 1)[1].strip()
+    command_line, expected = blocks[index + 1][2].split("\n", 1)
+    (clone / name).write_text(source, encoding="utf-8")
+    assert command_line.startswith("$ miltext ")
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if not p.startswith(os.path.dirname(sys.executable)))   # not this venv's miltext
+    script = f"set -e\n{setup}\ncommand -v miltext\n{command_line[2:]} 2>&1 || echo \"exit $?\"\n"
+    run = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = run.stdout
+    assert "== round trip text -> .mlpackage -> text: identical" in out      # make demo did its job
+    assert "miltext 0.1.0\n" in out and f"{clone}/.venv/bin/miltext\n" in out  # on the PATH, from the clone
+    assert out.endswith(expected + "exit 1\n")
+    assert not (clone / "tiny.mlpackage").exists()
+
+
+# ---- a slip in the spelling gets the right spelling as a hint ------------------------------------
+
+SLIPS = {
+    "// a comment": (program("// a comment", "%y = relu(x=%x)"), 3, "; a comment starts with '#'"),
+    "float32": (program("%y = relu(x=%x)", signature="main[CoreML7](%x: (1, 2, float32))"), 1,
+                "unknown dtype float32; did you mean fp32?"),
+    "no block": ("main[CoreML7](%x: (1, 2, fp32)) {\n    %y = relu(x=%x)\n}\n", 2,
+                 "; a function's ops go in a block: `block0() {` before them and `} -> (%outputs)` after"),
+}
+
+
+@pytest.mark.parametrize("slip", list(SLIPS))
+def test_a_slip_gets_the_right_spelling(slip):
+    import miltext
+    text, line, words = SLIPS[slip]
+    with pytest.raises(miltext.ParseError) as info:
+        miltext.loads(text, "slip.mil")
+    assert info.value.line == line and words in str(info.value)
+    assert str(info.value).startswith(f"slip.mil:{line}:")

@@ -1,7 +1,7 @@
 """Make the checkpoint decoder.mil reads: random weights of a Llama-style decoder with the names
 a Hugging Face Llama checkpoint uses (fp32, as checkpoints usually are), and the rotary
 embedding tables and the causal mask as .npy files. Needs numpy and safetensors
-(`pip install 'miltext[weights]'`).
+(`pip install -e '.[weights]'` in miltext's checkout).
 
     python make_checkpoint.py [FOLDER]      # FOLDER defaults to this file's folder
 """

@@ -297,9 +297,22 @@ def _cut_short(token, text: str) -> bool:
     return end is not None and not text[end:].strip() and (text[end - 1].isalnum() or text[end - 1] == "_")
 
 
-def lark_error(e: UnexpectedInput, text: str, describe, raw: bool = False) -> LocatedError:
+def mil_hint(text: str, pos: int, expected: str) -> str:
+    """The right spelling of a slip a newcomer makes in miltext's dialect, to follow the message
+    of an error at offset `pos` (where the parser `expected` what the words say), or ""."""
+    at = text[pos:pos + 2]
+    if at == "//":
+        return "; a comment starts with '#'"
+    if at.startswith("%") and expected.startswith("expected a name"):
+        return ("; a function's ops go in a block: `block0() {` before them and `} -> (%outputs)` after "
+                "(docs/syntax.md)")
+    return ""
+
+
+def lark_error(e: UnexpectedInput, text: str, describe, raw: bool = False, hint=None) -> LocatedError:
     """A Lark error in words; `describe` words the set of terminals the parser expected; `raw`
-    says the text's strings have no escapes (coremltools' print)."""
+    says the text's strings have no escapes (coremltools' print); `hint(text, offset, words)`
+    adds the right spelling of a known slip (mil_hint)."""
     if isinstance(e, UnexpectedToken) and e.token.type == "$END" or isinstance(e, UnexpectedEOF):
         return LocatedError(*_end_of(text), f"unexpected end of text: {describe(e.expected)}{_left_open(text, raw)}",
                             at_end=True)
@@ -316,7 +329,9 @@ def lark_error(e: UnexpectedInput, text: str, describe, raw: bool = False) -> Lo
                             f"{what}: {describe(e.expected)}",
                             last="{" in next_line or "}" in next_line or _header_waits(e.expected))
     if isinstance(e, UnexpectedToken):
-        return LocatedError(e.line, e.column, f"unexpected {describe_token(e.token)}: {describe(e.expected)}",
+        words = describe(e.expected)
+        words += hint(text, e.token.start_pos, words) if hint and e.token.start_pos is not None else ""
+        return LocatedError(e.line, e.column, f"unexpected {describe_token(e.token)}: {words}",
                             misplaced=True, last=_header_waits(e.expected))
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
@@ -325,5 +340,7 @@ def lark_error(e: UnexpectedInput, text: str, describe, raw: bool = False) -> Lo
                 return LocatedError(*_end_of(text), f"unexpected end of text: the string opened at "
                                     f"{e.line}:{e.column} is never closed", at_end=True)
             return LocatedError(e.line, e.column, "unterminated string: a string ends with its quote on the same line")
-        return LocatedError(e.line, e.column, f"unexpected character {char!r}: {describe(e.allowed)}")
+        words = describe(e.allowed)
+        words += hint(text, e.pos_in_stream, words) if hint else ""
+        return LocatedError(e.line, e.column, f"unexpected character {char!r}: {words}")
     return LocatedError(getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, "the text cannot be read here")

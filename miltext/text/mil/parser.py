@@ -21,7 +21,7 @@ from ..grammars import cache_path, grammar_text
 from ..lexemes import LiteralError
 from ..messages import describe_expected
 from ..modelmil.words import looks_like_modelmil
-from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, source_line  # noqa: F401 - source_line is public here
+from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, mil_hint, source_line  # noqa: F401 - source_line is public here
 
 # coremltools' print writes strings and names raw: a string ends at a quote that a comma or a
 # closing bracket follows, and goes on over a line break unless the next line starts a statement
@@ -146,7 +146,7 @@ def _parse_once(text: str, raw: bool, editing: bool = False) -> Program:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None
     except UnexpectedInput as e:
-        raise lark_error(e, text, lambda names: describe_expected(names, parser.lark), raw) from None
+        raise lark_error(e, text, lambda names: describe_expected(names, parser.lark), raw, mil_hint) from None
     except RecursionError:
         raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
 
