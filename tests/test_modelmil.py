@@ -489,7 +489,7 @@ def test_canonical_text_is_not_taken_for_model_mil():
 @pytest.mark.parametrize("text,line,column,message", [
     (BASE.replace('("y")];', '("y")]'), 4, 78, "missing ';' at the end of the op: expected ';'"),
     (BASE.replace("<ios17>", "<ios19>"), 3, 15,
-     "unknown opset 'ios19': model.mil's opsets are ios15, ios16, ios17, ios18, ios26"),
+     "unknown opset 'ios19': model.mil's opsets are ios13, ios14, ios15, ios16, ios17, ios18, ios26"),
     (BASE.replace("(tensor<fp32, [2]> x)", "(tensor<fp31, [2]> x)"), 3, 29,
      "unexpected name 'fp31': expected a type such as tensor<fp32, [2]>"),
     (BASE.replace("relu(x = x)", "relu(x = %x)"), 4, 44,
