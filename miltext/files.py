@@ -48,21 +48,29 @@ def join_inside(folder: str, relative: str, root: str | None = None) -> str | No
     return path
 
 
+class UnreadableError(InputError):
+    """A path miltext will not, or cannot, read; `reason` is the message without the path."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.reason = reason
+
+
 def open_regular(path, what: str = "file"):
-    """`path` opened for reading in binary, refused (InputError) unless it is a regular file: a
-    FIFO would block for ever, a device (/dev/zero) never end. Links are followed; the caller
-    checks where they lead."""
+    """`path` opened for reading in binary, refused (UnreadableError) unless it is a regular
+    file: a FIFO would block for ever, a device (/dev/zero) never end. Links are followed; the
+    caller checks where they lead."""
     path = os.fspath(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise UnreadableError(path, f"cannot read: {e.strerror or e}") from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else \
                 "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "special"
-            raise InputError(f"{path}: {kind}, not a regular {what}; miltext reads only regular files")
+            raise UnreadableError(path, f"{kind}, not a regular {what}; miltext reads only regular files")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -76,11 +84,93 @@ def read_regular(path, what: str = "file", limit: int = MAX_READ) -> bytes:
     with open_regular(path, what) as f:
         size = os.fstat(f.fileno()).st_size
         if size > limit:
-            raise InputError(f"{os.fspath(path)}: {size:,} bytes, more than the {limit:,} miltext reads at once")
+            raise UnreadableError(os.fspath(path), f"{size:,} bytes, more than the {limit:,} miltext reads at once")
         try:
             return f.read(size)
         except OSError as e:
-            raise InputError(f"{os.fspath(path)}: cannot read: {e.strerror or e}") from None
+            raise UnreadableError(os.fspath(path), f"cannot read: {e.strerror or e}") from None
+
+
+BOM = "\ufeff"   # the byte-order mark some editors put first in a UTF-8 file
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 text as miltext reads every text file: a leading byte-order mark is no part of the
+    text, so it is dropped and line 1 column 1 is the first character after it.
+    UnicodeDecodeError when `data` is not UTF-8."""
+    return data.decode("utf-8-sig")
+
+
+# ---- what a command may write: the contract of docs/safety.md ("What miltext writes") -------
+
+def claim_output(path, owned: tuple | None = None, force: bool = False, inputs=()) -> str:
+    """The path to write for the output `path`, once it is sure that writing it loses nothing
+    miltext did not write; else InputError, before anything is written. Every command that
+    writes an output asks this first (and the writers ask again).
+
+    `owned` is None for an output that is one file, else the files (relative, with /) that make
+    the folder this command writes. A path that exists is replaced only when it is that kind of
+    output: a regular file, or a folder holding nothing but the owned files (at any depth; no
+    link). It is refused, even with `force`, when it is one of `inputs` or holds one, when it is
+    a folder where a file goes (or a file where a folder goes), and when a folder holds any
+    other file. A link is refused unless `force`, which writes where it leads (the link stays)."""
+    path = os.fspath(path)
+    if not os.path.lexists(path):
+        return path
+    real = os.path.realpath(path)
+    for source in inputs:
+        if source is None or source == "-" or not os.path.lexists(source):
+            continue
+        read = os.path.realpath(source)
+        if read == real or read.startswith(real.rstrip(os.sep) + os.sep):
+            what = "is the input" if read == real else f"holds {source}, an input"
+            raise InputError(f"{path}: error: this {what} of this command; write the output elsewhere")
+    if os.path.islink(path):
+        if not force:
+            raise InputError(f"{path}: error: a link (to {os.readlink(path)}); miltext does not replace a link: "
+                             "name the file it leads to, or --force writes there and keeps the link")
+        return claim_output(real, owned, False, inputs)
+    mode = os.stat(path).st_mode
+    if owned is None:
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{path}: error: {_kind(mode)}, not a file; miltext writes a file here and "
+                             "replaces nothing else, even with --force")
+        return path
+    if not stat.S_ISDIR(mode):
+        raise InputError(f"{path}: error: {_kind(mode)}, not a folder; miltext writes a folder here and "
+                         "replaces nothing else, even with --force")
+    foreign = _first_foreign(path, owned)
+    if foreign is not None:
+        raise InputError(f"{path}: error: holds {foreign}, which miltext does not write there; it replaces a "
+                         f"folder only when that holds nothing but {', '.join(owned)} (even with --force): "
+                         "write the output elsewhere or move the folder away")
+    return path
+
+
+def _first_foreign(folder: str, owned: tuple) -> str | None:
+    """One path under `folder` (relative) that is neither an owned file nor a folder on the way
+    to one (a link is always foreign), or None. It stops at the first, so a huge folder costs
+    no more than a few entries of each of its folders."""
+    ways = {"/".join(item.split("/")[:i]) for item in owned for i in range(1, item.count("/") + 1)}
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        with os.scandir(os.path.join(folder, relative) if relative else folder) as entries:
+            for entry in entries:
+                name = f"{relative}/{entry.name}" if relative else entry.name
+                if entry.is_symlink():
+                    return name
+                if entry.is_dir() and name in ways:
+                    pending.append(name)
+                elif not (entry.is_file() and name in owned):
+                    return name + ("/" if entry.is_dir() else "")
+    return None
+
+
+def _kind(mode: int) -> str:
+    return "a folder" if stat.S_ISDIR(mode) else "a regular file" if stat.S_ISREG(mode) else \
+        "a pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+        "a socket" if stat.S_ISSOCK(mode) else "special"
 
 
 def write_atomic(path, data: bytes) -> None:

@@ -314,3 +314,17 @@ def test_unknown_fields_of_the_wrong_type_are_a_parse_error():
     text = 'program(version=1, unknownFields="x")\n'
     with pytest.raises(miltext.ParseError, match="unknownFields is Dict"):
         miltext.loads(text)
+
+
+@pytest.mark.parametrize("code", [-1, 99])
+def test_check_reports_a_dtype_code_that_is_not_a_dtype(code):
+    from miltext.checker import check
+    from conftest import CORPUS
+    from miltext.proto import schema
+    data = open(os.path.join(CORPUS, "coremltools", "activations.pb"), "rb").read()
+    assert not check(Program.from_proto(data))
+    msg = schema.Program.FromString(data)
+    block = msg.functions["main"].block_specializations["CoreML7"]
+    block.operations[0].attributes["name"].type.tensorType.dataType = code
+    messages = [d.message for d in check(Program.from_proto(msg.SerializeToString(deterministic=True)))]
+    assert f"relu has a value or var of dtype code {code}, which is not a dtype" in messages

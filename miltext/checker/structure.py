@@ -2,7 +2,7 @@
 cond and while_loop have the blocks their semantics need, matching their outputs."""
 from __future__ import annotations
 
-from .. import ops as op_table
+from .. import dtypes, ops as op_table
 from ..ir import TensorType
 from .compat import compatible, describe
 from .context import Context, count, var
@@ -26,12 +26,35 @@ def check(ctx: Context) -> None:
     for name, fn in ctx.program.functions.items():
         _specializations(ctx, name, fn)
     for _, _, op in ctx.ops:
+        _dtypes(ctx, op)
         if op.type == "cond":
             _cond(ctx, op)
         elif op.type == "while_loop":
             _while_loop(ctx, op)
         elif op.blocks and op.type in op_table.table()["ops"]:
             ctx.error("unexpected-blocks", op.loc, f"{op.type} takes no blocks, but has {len(op.blocks)}")
+
+
+def _dtypes(ctx: Context, op) -> None:
+    """A type whose dtype code is none MIL.proto has (dtype-1, dtype99): Core ML cannot read it."""
+    types = [v.type for v in op.outputs]
+    types += [v.type for v in op.attributes.values()]
+    types += [b.type for bindings in op.inputs.values() for b in bindings if hasattr(b, "type")]
+    for t in types:
+        bad = _bad_dtype(t)
+        if bad is not None:
+            ctx.error("unknown-dtype", op.loc, f"{op.type} has a value or var of dtype code {bad[5:]}, "
+                      "which is not a dtype")
+            return
+
+
+def _bad_dtype(t, depth: int = 0):
+    if t is None or depth > 32:
+        return None
+    if type(t) is TensorType:
+        return t.dtype if t.dtype.startswith("dtype") and t.dtype not in dtypes.BY_NAME else None
+    parts = [getattr(t, name, None) for name in ("element", "key", "value", "wrapped")] + list(getattr(t, "types", ()))
+    return next((b for b in (_bad_dtype(x, depth + 1) for x in parts) if b is not None), None)
 
 
 def _specializations(ctx: Context, name: str, fn) -> None:

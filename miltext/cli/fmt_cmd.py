@@ -32,14 +32,15 @@ def run(args) -> int:
 
 def _format(args, progress) -> int:
     from ..errors import ParseError, ProgramError
-    from ..files import write_atomic
+    from ..files import BOM, write_atomic
     from ..errors import InputError
     from ..source.formatter import UnsafeFormat, format_source
     counts = {"changed": 0, "unchanged": 0, "failed": 0, "stdout": 0}
     for path in progress.each(mil_files(args.files, counts)):
         try:
             text = _read(path)
-            formatted = format_source(text, path, keep_comments=not args.drop_comments)
+            bom = BOM if text.startswith(BOM) else ""     # a file that starts with one keeps it
+            formatted = bom + format_source(text[len(bom):], path, keep_comments=not args.drop_comments)
         except ParseError as e:
             print(e.render_all(), file=sys.stderr)
             counts["failed"] += 1

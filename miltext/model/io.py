@@ -8,7 +8,7 @@ from ..errors import ProgramError, format_diagnostic
 from ..files import write_atomic
 from ..progress import Silent
 from ..errors import InputError
-from ..files import read_regular
+from ..files import decode_text, read_regular
 from .sources import check_program_bytes, program_file
 from .core import Model
 from .mlmodel import model_to_bytes, read_mlmodel
@@ -74,7 +74,7 @@ def _read_stdin() -> Model:
     data = sys.stdin.buffer.read()
     folder = os.getcwd()
     try:
-        text = data.decode("utf-8")
+        text = decode_text(data)
     except UnicodeDecodeError:
         check_program_bytes(STDIN_NAME, data)
         return Model(folder=folder, program_proto=data)

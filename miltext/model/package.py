@@ -80,7 +80,8 @@ def write_package(model: Model, path: str, progress) -> None:
     from .blobs import Weights, files_to_copy
     from .weights import WeightWriter
     # npy(...) and safetensors(...) values: their tensors go after the blobs of weight.bin
-    plan = weight_refs.plan(model.program, model.folder, model.folder and os.path.join(model.folder, DEFAULT_WEIGHTS))
+    plan = weight_refs.plan(model.program, model.folder, model.folder and os.path.join(model.folder, DEFAULT_WEIGHTS),
+                            model.confine_refs)
     with plan.applied():
         data = model_to_bytes(model)
     with Weights(model.folder, model.source) as weights:
