@@ -255,11 +255,8 @@ def _bytes_value(raw: bytes) -> Value:
 
 def _add_unknown(args: dict, msg, key: str) -> None:
     """Fields of `msg` this schema does not know, as raw bytes under `key`."""
-    rest = type(msg)()
-    rest.CopyFrom(msg)
-    for field, _ in rest.ListFields():
-        rest.ClearField(field.name)
-    raw = rest.SerializeToString()
+    from ..ir.unknown import unknown_bytes
+    raw = unknown_bytes(msg)
     if raw:
         args[key] = _bytes_value(raw)
 
