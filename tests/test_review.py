@@ -5,6 +5,7 @@ scripts/make_review_fixtures.py) and on every corpus program renamed."""
 import os
 import re
 import shutil
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -154,6 +155,51 @@ def test_svg_is_drawn_by_graphviz(tmp_path):
     assert "%linear_4_cast_fp16" in texts and "2 unchanged ops" in texts
     assert run("graph", MLP6, "-o", "m.svg", cwd=tmp_path).returncode == 0
     assert ET.parse(tmp_path / "m.svg").getroot().tag.endswith("svg")
+
+
+def test_svg_past_max_ops_is_refused_before_dot_runs(tmp_path):
+    result = run("graph", MLP6, "-o", "m.svg", "--max-ops", "5", cwd=tmp_path)
+    assert_clean_failure(result)
+    assert "the graph has 13 nodes, more than --max-ops 5" in result.stderr and ".dot" in result.stderr
+    assert not (tmp_path / "m.svg").exists()
+    result = run("diff", "--graph", MLP6, MLP7, "-o", "c.svg", "--max-ops", "5", cwd=tmp_path)
+    assert_clean_failure(result, 2)
+    assert "more than --max-ops 5" in result.stderr and not (tmp_path / "c.svg").exists()
+    assert_clean_failure(run("graph", MLP6, "-o", "m.svg", "--timeout", "-1", cwd=tmp_path), 2)
+
+
+def test_a_dot_that_does_not_finish_is_stopped_at_the_timeout(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "dot"                      # a Graphviz stuck on a layout
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    started = time.monotonic()
+    result = run("graph", MLP6, "-o", "m.svg", "--timeout", "1", cwd=tmp_path, env=env)
+    assert time.monotonic() - started < 30
+    assert_clean_failure(result)
+    assert "dot was still drawing after 1 s and was stopped" in result.stderr
+    assert not (tmp_path / "m.svg").exists()
+
+
+CONTROL_NAMES = ('main[CoreML7](%"in\\x07\\x1b[31m": (2, fp32)) {\n  block0() {\n'
+                 '    %"a\\x00b\\x0c\\u2028<&>\\"": (2, fp32) = relu(x=%"in\\x07\\x1b[31m", name="r")\n'
+                 '  } -> (%"a\\x00b\\x0c\\u2028<&>\\"")\n}\n')
+
+
+def test_control_characters_in_names_are_escaped_in_dot_and_svg(tmp_path):
+    dot = program_dot(Side.from_text(CONTROL_NAMES, "ctl"))
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f\u2028]", dot)   # only the line breaks DOT needs
+    assert '[label="%in\\\\u0007\\\\u001b[31m"' in dot
+    assert 'relu\\n%a\\\\u0000b\\\\u000c\\\\u2028<&>\\""' in dot
+    if shutil.which("dot") is None:
+        return       # the DOT text is what a drawing starts from; the SVG needs Graphviz
+    (tmp_path / "ctl.mil").write_text(CONTROL_NAMES, encoding="utf-8")
+    result = run("graph", "ctl.mil", "-o", "ctl.svg", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    texts = [t.text for t in ET.parse(tmp_path / "ctl.svg").getroot().iter() if t.tag.endswith("text")]
+    assert "%a\\u0000b\\u000c\\u2028<&>\"" in texts
 
 
 def test_the_docs_show_what_diff_prints():

@@ -27,6 +27,8 @@ def add_arguments(p) -> None:
                         "blobs compared by their types only")
     p.add_argument("--graph", action="store_true", help="draw the change instead (to -o FILE: .svg or .dot)")
     p.add_argument("-o", "--output", metavar="FILE", help="with --graph: where to write it (default: DOT on stdout)")
+    from .graph_cmd import add_drawing_arguments
+    add_drawing_arguments(p)
     p.add_argument("--git-external", action="store_true",
                    help="run as git's external diff driver: PATH OLD-FILE OLD-HEX OLD-MODE NEW-FILE NEW-HEX NEW-MODE")
 
@@ -52,7 +54,7 @@ def run(args) -> int:
         if args.graph:
             from .graph_cmd import write_graph
             from ..review.graph import change_dot
-            write_graph(change_dot(change), args.output)
+            write_graph(change_dot(change), args.output, args.max_ops, args.timeout)
         elif change.differs:
             write_stdout(change.text(args.unified))
     finally:

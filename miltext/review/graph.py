@@ -5,6 +5,7 @@ red dashed, and each run of unchanged ops more than CONTEXT ops away from a chan
 one node, so that a large model stays legible."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -27,15 +28,27 @@ def change_dot(change, context: int = CONTEXT) -> str:
     return _dot(_Drawing(change.alignment.steps, change.a.lines, change.b.lines, collapse=True, context=context))
 
 
-def svg(dot_text: str) -> bytes:
-    """The picture as SVG, drawn by Graphviz's `dot` (None when it is not installed)."""
+def svg(dot_text: str, timeout: float) -> bytes:
+    """The picture as SVG, drawn by Graphviz's `dot` (None when it is not installed); a
+    RuntimeError when it fails or is still drawing after `timeout` seconds (then it is stopped:
+    its layout time grows much faster than the graph)."""
     dot = shutil.which("dot")
     if dot is None:
         return None
-    result = subprocess.run([dot, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True)
+    try:
+        result = subprocess.run([dot, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True,
+                                timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"dot was still drawing after {timeout:g} s and was stopped (write a .dot "
+                           "file instead, or give more --timeout)") from None
     if result.returncode != 0:
         raise RuntimeError(f"dot failed: {result.stderr.decode('utf-8', 'replace').strip()}")
     return result.stdout
+
+
+def node_count(dot_text: str) -> int:
+    """The nodes of a graph this module drew (one line each: its labels are escaped)."""
+    return sum(1 for line in dot_text.split("\n") if line.startswith("  ") and " [label=" in line)
 
 
 class _Drawing:
@@ -171,4 +184,11 @@ def _dot(drawing: _Drawing) -> str:
 
 
 def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """`text` as the inside of a DOT string: a line break as DOT's, and any other character that
+    is invisible, breaks a line or has no place in the SVG's XML (controls, lone surrogates,
+    U+2028) written as `\\u` and its code, as the MIL text writes it."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return _UNSHOWABLE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)
+
+
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
