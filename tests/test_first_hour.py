@@ -337,3 +337,38 @@ def test_a_slip_gets_the_right_spelling(slip):
         miltext.loads(text, "slip.mil")
     assert info.value.line == line and words in str(info.value)
     assert str(info.value).startswith(f"slip.mil:{line}:")
+
+
+# ---- miltext run: fp16 tolerances, the CLI's words for states, a plain word for a bad .npz -------
+
+RELU16 = program("%y = relu(x=%x)", signature="main[CoreML7](%x: (1, 2, fp16))")
+
+
+def expect(tmp_path, capsys, reference, *flags):
+    import numpy as np
+    np.savez(tmp_path / "ref.npz", y=reference)
+    source = write(tmp_path, "relu16.mil", RELU16)
+    return command(capsys, "run", source, "-i", "x=[[1.0, 2.0]]", "--expect", str(tmp_path / "ref.npz"), *flags)
+
+
+def test_expect_holds_an_fp16_output_to_fp16_tolerances(tmp_path, capsys):
+    import numpy as np
+    one_ulp = float(np.nextafter(np.float16(2.0), np.float16(3.0)))         # 2.002: one fp16 step off
+    status, out, err = expect(tmp_path, capsys, np.array([[1.0, one_ulp]], np.float32))
+    assert (status, err) == (0, "") and out.startswith("%y: ok")
+    status, _, err = expect(tmp_path, capsys, np.array([[1.0, 2.02]], np.float32))       # ten steps off
+    assert status == 1 and "outside rtol=0.001 atol=0.001" in err
+    status, _, err = expect(tmp_path, capsys, np.array([[1.0, one_ulp]], np.float32), "--rtol", "1e-4", "--atol", "1e-5")
+    assert status == 1 and "outside rtol=0.0001 atol=1e-05" in err                      # the flags still rule
+
+
+def test_expect_of_an_npz_of_python_objects_is_a_plain_error(tmp_path, capsys):
+    import numpy as np
+    status, out, err = expect(tmp_path, capsys, np.array([{"a": 1}, None], dtype=object))
+    assert status == 1 and err.endswith(": error: y.npy: holds Python objects, not numbers\n")
+    assert "pickle" not in err and "not an .npz file" not in err
+
+
+def test_a_state_not_given_is_asked_for_in_the_command_lines_words(tmp_path, capsys):
+    status, _, err = command(capsys, "run", os.path.join(EXAMPLES, "state.mil"), "-i", "x=1")
+    assert status == 1 and "state %acc is not given: give its starting value (`-i acc=FILE.npy` to miltext run" in err

@@ -22,8 +22,10 @@ def add_arguments(p) -> None:
                    help="an input or a state's starting value (repeat for each)")
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs (and states) to this file")
     p.add_argument("--expect", metavar="REF.npz", help="compare the outputs with these arrays")
-    p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance for --expect (1e-4)")
-    p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance for --expect (1e-5)")
+    p.add_argument("--rtol", type=float, default=None,
+                   help="relative tolerance for --expect (by the output's dtype: fp32 1e-4, fp16 1e-3, bf16 1e-2)")
+    p.add_argument("--atol", type=float, default=None,
+                   help="absolute tolerance for --expect (by the output's dtype: fp32 1e-5, fp16 1e-3, bf16 1e-2)")
 
 
 def run(args) -> int:
@@ -100,6 +102,17 @@ def _load_npz(path: str) -> dict:
         raise InputError(f"{path}: not an .npz file ({e})") from None
 
 
+# --expect's (rtol, atol) by the output's dtype when the command line gives none: a few units in
+# the last place of the dtype (fp16 has 11 bits of precision, bf16 8), so 1 ulp never fails
+TOLERANCES = {"float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2)}
+DEFAULT_TOLERANCE = (1e-4, 1e-5)
+
+
+def _tolerance(output, args) -> tuple[float, float]:
+    rtol, atol = TOLERANCES.get(str(getattr(output, "dtype", "")), DEFAULT_TOLERANCE)
+    return (rtol if args.rtol is None else args.rtol), (atol if args.atol is None else args.atol)
+
+
 def _compare(outputs: dict, expected: dict, args) -> int:
     import numpy as np
     missing = sorted(set(expected) - set(outputs) - {k for k in expected if k.startswith("state_")})
@@ -109,17 +122,18 @@ def _compare(outputs: dict, expected: dict, args) -> int:
         return 1
     failed = 0
     for name in sorted(set(expected) & set(outputs)):
+        rtol, atol = _tolerance(outputs[name], args)
         got, want = np.asarray(outputs[name], np.float64), np.asarray(expected[name], np.float64)
         if got.shape != want.shape:
             print(f"%{name}: error: shape {got.shape}, expected {want.shape}", file=sys.stderr)
             failed += 1
             continue
         err = np.abs(got - want)
-        bad = ~(err <= args.atol + args.rtol * np.abs(want)) & ~(np.isnan(got) & np.isnan(want))
+        bad = ~(err <= atol + rtol * np.abs(want)) & ~(np.isnan(got) & np.isnan(want))
         if bad.any():
             where = np.unravel_index(np.argmax(np.where(bad, err, -1)), got.shape)
-            print(f"%{name}: error: {int(bad.sum())} of {got.size} elements outside rtol={args.rtol} "
-                  f"atol={args.atol}; worst at {tuple(int(i) for i in where)}: {got[where]:.9g}, "
+            print(f"%{name}: error: {int(bad.sum())} of {got.size} elements outside rtol={rtol:g} "
+                  f"atol={atol:g}; worst at {tuple(int(i) for i in where)}: {got[where]:.9g}, "
                   f"expected {want[where]:.9g} (error {err[where]:.3g})", file=sys.stderr)
             failed += 1
         else:

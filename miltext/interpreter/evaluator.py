@@ -35,7 +35,9 @@ class Evaluator:
         for var in fn.inputs:
             if isinstance(var.type, StateType):
                 if var.name not in self.states:
-                    raise RunError(f"state %{var.name} is not given (pass it in states)", var.loc)
+                    raise RunError(f"state %{var.name} is not given: give its starting value "
+                                   f"(`-i {var.name}=FILE.npy` to miltext run, states={{'{var.name}': array}} "
+                                   "to miltext.run)", var.loc)
                 env[var.name] = _StateRef(var.name)
                 continue
             if var.name not in inputs:
