@@ -38,8 +38,8 @@ def loads(text: str, filename: str | None = None) -> "Program":
 
 def load(path) -> "Program":
     """Parse a .mil file."""
-    with open(path, encoding="utf-8") as f:
-        return loads(f.read(), str(path))
+    from .files import decode_text, read_regular
+    return loads(decode_text(read_regular(path)), str(path))
 
 
 def dumps(program: "Program", dialect: str = "mil") -> str:
@@ -73,14 +73,17 @@ def dump(program: "Program", path, dialect: str = "mil") -> None:
 
 
 def check(program: "Program", *, filename: str | None = None, source: str | None = None,
-          weights: str | None = None, section=None) -> list:
+          weights: str | None = None, section=None, confine_refs: bool = False, ref_headers=None) -> list:
     """What is wrong in a program that parses, as a list of `Diagnostic`s in source order (see
     docs/check.md). `filename` names the file in them; `source`, the text the program was parsed
     from, puts each caret under the very input at fault; `weights` (a weights folder, an
     .mlpackage or a weight.bin) lets blob offsets be checked; `section`, the text's model section
-    (`parse(text, with_model=True)[0]`), is checked against the program."""
+    (`parse(text, with_model=True)[0]`), is checked against the program. `confine_refs` refuses
+    weight references that lead out of the folder of `filename`; `ref_headers`, a
+    miltext.model.weight_headers.Headers kept between checks, parses each weight file once."""
     from .checker import check as check_program
-    return check_program(program, filename=filename, source=source, weights=weights, section=section)
+    return check_program(program, filename=filename, source=source, weights=weights, section=section,
+                         confine_refs=confine_refs, ref_headers=ref_headers)
 
 
 def run(program: "Program", inputs: dict, function: str = "main", states: dict | None = None,

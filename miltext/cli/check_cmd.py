@@ -29,6 +29,13 @@ def add_arguments(p) -> None:
                         "(without it, the weights/ folder beside FILE, or the model's own)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text for people (the default), json for tools")
+    add_confine_refs(p)
+
+
+def add_confine_refs(p) -> None:
+    p.add_argument("--confine-refs", action="store_true",
+                   help="refuse weight references (npy(...), safetensors(...)) that lead out of the "
+                        "model's folder: absolute paths, `..`, links (docs/safety.md)")
 
 
 def run(args) -> int:
@@ -38,7 +45,7 @@ def run(args) -> int:
     diagnostics, sources = [], {}
     with Progress("check", stages={"reading": 2, "checking": 1}) as progress:
         for path in args.files:
-            found, sources[display_name(path)] = check_file(path, args.weights, progress)
+            found, sources[display_name(path)] = check_file(path, args.weights, progress, args.confine_refs)
             diagnostics.extend(found)
     if args.format == "json":
         write_stdout(render_json(diagnostics))
@@ -49,12 +56,13 @@ def run(args) -> int:
     return 1 if any(d.is_error for d in diagnostics) else 0
 
 
-def check_file(path: str, weights: str | None, progress=None) -> tuple[list, str | None]:
+def check_file(path: str, weights: str | None, progress=None, confine_refs: bool = False) -> tuple[list, str | None]:
     """The diagnostics of one file and the text they point into (None when there is none)."""
     from .verify import diagnostics
     name = display_name(path)
     try:
         model = read_model(path, progress)
+        model.confine_refs = confine_refs
         return diagnostics(model, name, weights, progress)
     except ParseError as e:
         return [Diagnostic("error", message, line, column, name, "syntax")

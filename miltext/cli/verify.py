@@ -32,7 +32,8 @@ def diagnostics(model, path: str, weights: str | None = None, progress=None) -> 
         progress.stage("checking", seconds=len(text) / CHECK_RATE)
     if weights is None:
         weights = weights_beside(model)
-    found = check(program, filename=path, source=text, section=section, weights=weights or None)
+    found = check(program, filename=path, source=text, section=section, weights=weights or None,
+                  confine_refs=model.confine_refs)
     return found, text
 
 

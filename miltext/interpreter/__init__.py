@@ -14,12 +14,13 @@ from .errors import RunError
 
 
 def run(program, inputs: dict, function: str = "main", states: dict | None = None,
-        weights: str | None = None) -> dict:
+        weights: str | None = None, confine_refs: bool = False) -> dict:
     """The outputs of `function` of `program` (name -> numpy array) for `inputs` (name -> array);
     `states` (name -> array) are a stateful model's states, updated in place by write_state;
-    `weights` is the folder blob references are relative to (`@model_path`)."""
+    `weights` is the folder blob references are relative to (`@model_path`); `confine_refs`
+    refuses weight references that lead out of it."""
     from .evaluator import Evaluator
-    return Evaluator(program, weights).run(function, inputs, states)
+    return Evaluator(program, weights, confine_refs).run(function, inputs, states)
 
 
 __all__ = ["run", "RunError"]

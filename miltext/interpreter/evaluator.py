@@ -13,9 +13,10 @@ from .registry import find
 
 
 class Evaluator:
-    def __init__(self, program, weights: str | None = None):
+    def __init__(self, program, weights: str | None = None, confine_refs: bool = False):
         self.program = program
         self.weights_folder = weights
+        self.confine_refs = confine_refs     # weight references may not lead out of `weights`
         self._weights = None
         self._last_uses = {}
         _complete_types(program)
@@ -135,11 +136,8 @@ class Evaluator:
         """A tensor a .mil file names in a .npy or .safetensors file beside it, in the declared
         dtype (a `from=` cast is the text's own)."""
         from ..model import weight_refs
-        header = weight_refs.check(ref, vtype, self.weights_folder)
-        flat = np.concatenate([np.asarray(part).reshape(-1)
-                               for part in weight_refs.arrays(ref, self.weights_folder, header)])
-        want = _numpy_dtype(vtype)
-        return flat.astype(want if want is not None else flat.dtype).reshape(header.shape)
+        header = weight_refs.check(ref, vtype, self.weights_folder, self.confine_refs)
+        return weight_refs.tensor(ref, vtype, self.weights_folder, header, self.confine_refs)
 
 
 class _StateRef:

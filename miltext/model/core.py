@@ -15,6 +15,7 @@ class Model:
 
     text: str | None = None     # the MIL text it was parsed from
     section = None              # the model section (miltext.text.section_syntax.Section) of that text
+    confine_refs = False        # weight references may not lead out of `folder` (--confine-refs)
 
     def __init__(self, program: Program | None = None, spec=None, folder: str | None = None,
                  source: str | None = None, *, program_proto: bytes | None = None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from ..errors import InputError, ParseError, ProgramError
-from ..files import read_regular
+from ..files import decode_text, read_regular
 
 TEXT_SUFFIXES = (".mil", ".txt")
 PROTO_SUFFIXES = (".pb", ".binpb")
@@ -37,7 +37,7 @@ def read_source(path: str, *, with_model: bool = False):
         program = program_from_bytes(path, data)
         return ((None, program) if with_model else program), None
     try:
-        text = data.decode("utf-8")
+        text = decode_text(data)
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start}) and not a MIL proto") from None
     del data  # a big file is not held twice while it is parsed

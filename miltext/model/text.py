@@ -74,13 +74,25 @@ def textconv_text(path: str) -> str:
         return _unreadable(path, e)
 
 
+HASHED = 1 << 28   # the largest file whose digest textconv shows: git waits for it
+
+
 def _unreadable(path: str, error: Exception) -> str:
+    """One line saying why, then the size and digest of a regular file (a pipe or a device is
+    not read: it could block for ever or never end)."""
     import hashlib   # here: git runs textconv once per file, so start-up counts
+    from ..errors import InputError
+    from ..files import open_regular
     reason = str(error).split("\n")[0].replace(path, "").lstrip(": ") or type(error).__name__
     text = f"# miltext: not shown as MIL text ({reason})\n"
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > HASHED:
+                return text + f"# {size} bytes\n"
+            digest = hashlib.sha256()
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    except (OSError, InputError):
         return text
-    return text + f"# {len(data)} bytes, sha256:{hashlib.sha256(data).hexdigest()[:16]}\n"
+    return text + f"# {size} bytes, sha256:{digest.hexdigest()[:16]}\n"

@@ -240,8 +240,11 @@ def is_weight_file(path: str) -> bool:
         return False
     if path.lower().endswith("weight.bin"):
         return True
-    with open(path, "rb") as f:
-        head = f.read(HEADER.size + 4)
+    try:
+        with open_regular(path, "weight file") as f:
+            head = f.read(HEADER.size + 4)
+    except InputError:
+        return False
     return len(head) >= HEADER.size and HEADER.unpack(head[:HEADER.size])[1] == VERSION
 
 
@@ -268,7 +271,7 @@ def replace_blob(path, offset: int, values) -> None:
         raise WeightFileError(f"{path}: blob {offset} holds {info.count} {info.dtype} elements, "
                               f"not {values.size}")
     raw = packing.pack(dt, values)
-    with atomic_file(path) as out, open(path, "rb") as source:
+    with atomic_file(path) as out, open_regular(path, "weight file") as source:
         while chunk := source.read(_CHUNK):
             out.write(chunk)
         out.seek(info.data_offset)
