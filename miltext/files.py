@@ -173,15 +173,16 @@ def _kind(mode: int) -> str:
         "a socket" if stat.S_ISSOCK(mode) else "special"
 
 
-def write_atomic(path, data: bytes) -> None:
+def write_atomic(path, data: bytes, mode: int | None = None) -> None:
     """Replace `path` with `data` all at once; on any failure the old file stays as it was."""
-    with atomic_file(path) as f:
+    with atomic_file(path, mode) as f:
         f.write(data)
 
 
 @contextmanager
-def atomic_file(path):
-    """A binary file to write that replaces `path` only when the block ends without an error."""
+def atomic_file(path, mode: int | None = None):
+    """A binary file to write that replaces `path` only when the block ends without an error.
+    It gets `mode`, else the mode (and owner) of the file it replaces, else the umask's."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
@@ -197,8 +198,10 @@ def atomic_file(path):
             yield f
             f.flush()
             os.fsync(f.fileno())
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif os.path.exists(path):
+            _keep_owner_and_mode(tmp, os.stat(path))
         else:
             os.chmod(tmp, 0o666 & ~_umask())
         with _named_after(path):
@@ -210,16 +213,120 @@ def atomic_file(path):
         raise
 
 
+def _keep_owner_and_mode(new: str, old: os.stat_result) -> None:
+    if hasattr(os, "geteuid") and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.chown(new, old.st_uid, old.st_gid)
+        except OSError:
+            pass   # only root may give a file away: it becomes the writer's, as any editor's save does
+    os.chmod(new, old.st_mode & 0o7777)
+
+
+JOURNAL_PREFIX = ".miltext-was-"
+
+
+def rewrite(path, data: bytes) -> None:
+    """Give the existing file `path` the content `data` as an edit of it, not a new file: a link
+    is followed (its target changes, the link stays), the mode and owner stay, and a file
+    without write permission is refused (PermissionError) rather than replaced.
+
+    A file with one name is replaced by a rename (atomic_file). A file with hard links cannot be
+    (a rename would split it from its other names), so it is written over in place, which no
+    system does in one step. To keep that crash-safe: (1) a journal beside it
+    (`.miltext-was-NAME.journal`, written whole or not at all) gets the old and the new content,
+    (2) the file is grown to its new size first (a full disk fails there, before a byte changes),
+    (3) written, cut to size and fsync'd, (4) the journal goes. An error in (3) puts the old
+    content back. A kill in (3) leaves the file part new, part old, and the journal: the next
+    rewrite of the file finds it and finishes the new content, when the file is exactly such a
+    mix; when it is anything else (changed since), it refuses and names the journal."""
+    path = os.path.realpath(os.fspath(path))
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: error: {_kind(st.st_mode)}, not a regular file")
+    if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, "read-only (it has no write permission)", path)
+    journal = finish_rewrite(path)
+    if st.st_nlink == 1:
+        write_atomic(path, data)
+        return
+    old = read_regular(path)
+    write_atomic(journal, b"miltext rewrite %d\n" % len(old) + old + data, mode=0o600)  # a copy of the user's file
+    try:
+        _write_over(path, data, grow=len(data) > len(old))
+    except BaseException:
+        _write_over(path, old, grow=False)   # this failing too leaves the journal, which says so
+        _remove(journal)
+        raise
+    os.unlink(journal)
+
+
+def finish_rewrite(path) -> str:
+    """Finish a rewrite of `path` that was stopped (its journal is there): the file gets its new
+    content when it is part new, part old (what a kill while writing leaves), and the journal
+    goes; InputError when the file has changed since. A reader of a file that may be being
+    rewritten asks this first. The journal's path."""
+    path = os.path.realpath(os.fspath(path))
+    journal = os.path.join(os.path.dirname(path), f"{JOURNAL_PREFIX}{os.path.basename(path)}.journal")
+    if not os.path.lexists(journal):
+        return journal
+    head, _, rest = read_regular(journal).partition(b"\n")
+    size = head[len(b"miltext rewrite "):]
+    size = int(size) if head.startswith(b"miltext rewrite ") and size.isdigit() and int(size) <= len(rest) else None
+    now = read_regular(path)
+    if size is None or not _left_by_a_kill(now, rest[:size], rest[size:]):
+        raise InputError(f"{path}: error: an earlier rewrite of it was stopped half-way and the file has changed "
+                         f"since; its content before that rewrite is in {journal}: put that back (or delete it), "
+                         "then try again")
+    if now != rest[:size]:
+        _write_over(path, rest[size:], grow=False)
+    os.unlink(journal)
+    return journal
+
+
+def _left_by_a_kill(now: bytes, old: bytes, new: bytes) -> bool:
+    """Whether `now` is what writing `new` over `old` in place can leave at any instant: the
+    first bytes new, the rest old (or the zeros the file was grown by)."""
+    if now in (old, new):
+        return True
+    if not len(old) <= len(now) <= max(len(old), len(new)):
+        return False
+    done = len(os.path.commonprefix([now, new]))
+    return now[done:] == (old + bytes(len(now) - len(old)))[done:]
+
+
+def _write_over(path: str, data: bytes, grow: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if grow and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+        _write_all(fd, data)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view, done = memoryview(data), 0
+    while done < len(data):
+        done += os.pwrite(fd, view[done:done + (1 << 24)], done)
+
+
 @contextmanager
-def atomic_folder(path):
-    """A new folder to fill that replaces `path` (a folder or nothing) only when the block ends
-    without an error; until then `path` stays as it was, and on an error the new one goes."""
-    path = os.path.abspath(os.fspath(path))
+def atomic_folder(path, owned: tuple):
+    """A new folder to fill that replaces `path` (nothing, or a folder holding only the `owned`
+    files: see claim_output) only when the block ends without an error; until then `path` stays
+    as it was, and on an error the new one goes."""
+    shown = os.fspath(path)
+    path = os.path.abspath(shown)
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
     recover(path)
-    if os.path.lexists(path) and not os.path.isdir(path):
-        raise NotADirectoryError(20, "exists and is not a folder", path)
+    claim_output(shown, owned)
     clean_stale_temps(parent)
     with _named_after(path):
         import tempfile
@@ -227,6 +334,7 @@ def atomic_folder(path):
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
+        claim_output(shown, owned)  # again: the user may have put a file there while this one was made
         with _named_after(path):
             _put_in_place(tmp, path)
     except OSError as e:

@@ -8,6 +8,9 @@ import textwrap
 import pytest
 
 from miltext import files
+from miltext.errors import InputError
+
+OWNED = ("Manifest.json",)   # what the writer of these tests writes in a folder
 
 
 def make_folder(path, content: str):
@@ -36,7 +39,7 @@ def test_a_folder_is_replaced_and_nothing_is_left_beside_it(tmp_path, monkeypatc
         monkeypatch.setattr(files, "exchange", lambda a, b: False)
     target = tmp_path / "m.mlpackage"
     make_folder(target, "old")
-    with files.atomic_folder(target) as new:
+    with files.atomic_folder(target, OWNED) as new:
         with open(os.path.join(new, "Manifest.json"), "w") as f:
             f.write("new")
         assert content(target) == "old"  # untouched until the block ends
@@ -48,11 +51,22 @@ def test_an_error_leaves_the_old_folder(tmp_path):
     target = tmp_path / "m.mlpackage"
     make_folder(target, "old")
     with pytest.raises(RuntimeError):
-        with files.atomic_folder(target) as new:
+        with files.atomic_folder(target, OWNED) as new:
             make_folder(os.path.join(new, "x"), "half")
             raise RuntimeError
     assert content(target) == "old"
     assert os.listdir(tmp_path) == ["m.mlpackage"]
+
+
+def test_a_file_the_user_puts_in_the_folder_meanwhile_stops_the_swap(tmp_path):
+    target = tmp_path / "m.mlpackage"
+    make_folder(target, "old")
+    with pytest.raises(InputError, match="holds notes.txt, which miltext does not write there"):
+        with files.atomic_folder(target, OWNED) as new:
+            make_folder(os.path.join(new, "inner"), "new")
+            (target / "notes.txt").write_bytes(b"written while miltext worked")
+    assert (content(target), (target / "notes.txt").read_bytes()) == ("old", b"written while miltext worked")
+    assert sorted(os.listdir(tmp_path)) == ["m.mlpackage"]
 
 
 KILLED_BETWEEN_RENAMES = textwrap.dedent("""
@@ -66,7 +80,7 @@ KILLED_BETWEEN_RENAMES = textwrap.dedent("""
             os._exit(9)                          # and moving the new one in
         real_rename(a, b)
     os.rename = rename
-    with files.atomic_folder(sys.argv[1]) as new:
+    with files.atomic_folder(sys.argv[1], ("Manifest.json",)) as new:
         with open(os.path.join(new, "Manifest.json"), "w") as f:
             f.write("new")
 """)
@@ -82,7 +96,7 @@ def test_a_kill_between_the_two_renames_is_recovered_by_the_next_write(tmp_path)
     assert content(target) == "old"
     # and the next write of the path does the same by itself, then cleans up
     subprocess.run([sys.executable, "-c", KILLED_BETWEEN_RENAMES, str(target)])
-    with files.atomic_folder(target) as new:
+    with files.atomic_folder(target, OWNED) as new:
         make_folder(os.path.join(new, "inner"), "x")
     assert sorted(os.listdir(tmp_path)) == ["m.mlpackage"]
 

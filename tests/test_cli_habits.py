@@ -74,7 +74,7 @@ def test_build_refuses_its_own_input_and_suffixes_it_does_not_write(tmp_path, ca
     assert command(capsys, "build", str(source), "-o", str(package))[0] == 0
     before = sorted(os.path.join(d, f) for d, _, fs in os.walk(package) for f in fs)
     status, _, err = command(capsys, "build", str(package), "-o", str(package))
-    assert status == 1 and err.startswith(f"{package}: error: this is the file being built")
+    assert status == 1 and err.startswith(f"{package}: error: this is the input of this command")
     assert sorted(os.path.join(d, f) for d, _, fs in os.walk(package) for f in fs) == before
 
 

@@ -74,7 +74,7 @@ def test_unpack_again_replaces_an_earlier_unpack_but_nothing_else(tmp_path):
     (folder / "notes.txt").write_text("mine")
     result = run("unpack", "--force", SOME[1], "dir", cwd=tmp_path)
     assert_clean_failure(result)
-    assert "holds other files than model.mil and weights/ (notes.txt)" in result.stderr
+    assert "dir: error: holds notes.txt, which miltext does not write there" in result.stderr
     assert (folder / "notes.txt").read_text() == "mine"
 
 

@@ -9,7 +9,6 @@ coremltools derives one. A package gets the weight files of the text's folder (`
 is the folder of FILE), each blob checked against its type. The output is written all at once
 or not at all.
 """
-import os
 import sys
 
 from ..progress import Progress
@@ -22,6 +21,7 @@ def add_arguments(p) -> None:
     p.add_argument("file", help="the .mil text to build (- reads it from stdin)")
     p.add_argument("-o", "--output", required=True, help="the .mlpackage, .mlmodel or .pb to write")
     add_no_verify(p)
+    add_force(p)
 
 
 def add_no_verify(p) -> None:
@@ -29,16 +29,21 @@ def add_no_verify(p) -> None:
                    help="write the model even when `miltext check` finds errors in it")
 
 
+def add_force(p) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="when -o is a link, write the file it leads to (never a file miltext did not write: docs/safety.md)")
+
+
 def run(args) -> int:
     from ..errors import InputError
-    from ..model.io import MLMODEL, PACKAGE, PROGRAM, kind_of
+    from ..files import claim_output
+    from ..model.io import MLMODEL, PACKAGE, PROGRAM, kind_of, output_owned
     kind = kind_of(args.output)
     if kind not in (PACKAGE, MLMODEL, PROGRAM):
         raise InputError(f"{args.output}: error: build writes a .mlpackage, a .mlmodel or a .pb "
                          "(for text, use `miltext print` or `miltext infer`)")
-    if os.path.exists(args.output) and os.path.realpath(args.output) == os.path.realpath(args.file):
-        raise InputError(f"{args.output}: error: this is the file being built; write the output elsewhere")
-    return build(args.file, args.output, kind, args.verify, "build")
+    output = claim_output(args.output, output_owned(kind), args.force, [args.file])
+    return build(args.file, output, kind, args.verify, "build")
 
 
 def build(source: str, output: str, kind: str | None, verify: bool, label: str) -> int:

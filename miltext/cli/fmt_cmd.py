@@ -1,8 +1,9 @@
 """Rewrite MIL text files in canonical form, as black does for Python.
 
 FILE is a .mil file, a folder (its .mil files, recursively) or - (stdin to stdout); Apple's
-model.mil dialect stays in its dialect. A file is rewritten all at once (a temporary file, then
-a rename). Comments, blank lines between groups of ops, shorthand and literals written as numbers are the
+model.mil dialect stays in its dialect. A file is rewritten as an edit of it (files.rewrite): all
+at once, a link followed (the file it leads to is formatted), its mode and hard links kept, and
+a file without write permission left as it is and reported. Comments, blank lines between groups of ops, shorthand and literals written as numbers are the
 author's and stay (docs/syntax.md §10). A file that does not parse is left as it is and reported
 as file:line:col; so is one whose formatted text would not read back to the same program with
 the same comments (checked before anything is written). Exit status: 0 when nothing would change or all was rewritten, 1 with --check when some file would
@@ -32,7 +33,7 @@ def run(args) -> int:
 
 def _format(args, progress) -> int:
     from ..errors import ParseError, ProgramError
-    from ..files import BOM, write_atomic
+    from ..files import BOM, rewrite
     from ..errors import InputError
     from ..source.formatter import UnsafeFormat, format_source
     counts = {"changed": 0, "unchanged": 0, "failed": 0, "stdout": 0}
@@ -68,9 +69,11 @@ def _format(args, progress) -> int:
             print(f"would reformat {path}", file=sys.stderr)
         else:
             try:
-                write_atomic(path, formatted.encode("utf-8"))
-            except OSError as e:
-                print(f"{path}: error: cannot write: {e.strerror or e}; the file is as it was", file=sys.stderr)
+                rewrite(path, formatted.encode("utf-8"))
+            except (OSError, InputError) as e:
+                reason = _reason(e)    # a write error may say "cannot write" itself (files._about)
+                reason = reason if reason.startswith("cannot write") else f"cannot write: {reason}"
+                print(f"{path}: error: {reason}; the file is as it was", file=sys.stderr)
                 counts["changed"] -= 1
                 counts["failed"] += 1
                 continue
@@ -100,7 +103,8 @@ def mil_files(paths: list, counts: dict) -> list:
 def _read(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
-    from ..files import read_regular
+    from ..files import finish_rewrite, read_regular
+    finish_rewrite(path)    # a rewrite of it that a kill stopped is finished first
     return read_regular(path).decode("utf-8")
 
 

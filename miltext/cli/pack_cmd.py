@@ -5,16 +5,21 @@ text (--no-verify builds it anyway). Without a model section in model.mil, the m
 description derived from the main function, as `miltext build` does. The package is written
 into a temporary folder and renamed into place, so a failure leaves nothing half-written.
 """
-from .build_cmd import add_no_verify
+from .build_cmd import add_force, add_no_verify
 
 
 def add_arguments(p) -> None:
     p.add_argument("dir", help="a folder holding model.mil and weights/ (or a .mil file)")
     p.add_argument("-o", "--output", required=True, help="the .mlpackage to write")
     add_no_verify(p)
+    add_force(p)
 
 
 def run(args) -> int:
+    from ..files import claim_output
     from ..model.folder import mil_source
+    from ..model.io import kind_of, output_owned
     from .build_cmd import build
-    return build(mil_source(args.dir), args.output, None, args.verify, "pack")
+    source = mil_source(args.dir)
+    output = claim_output(args.output, output_owned(kind_of(args.output)), args.force, [args.dir, source])
+    return build(source, output, None, args.verify, "pack")

@@ -21,6 +21,8 @@ def add_arguments(p) -> None:
     p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy|LITERAL",
                    help="an input or a state's starting value (repeat for each)")
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs (and states) to this file")
+    p.add_argument("--force", action="store_true",
+                   help="when -o is a link, write the file it leads to (never a file miltext did not write)")
     p.add_argument("--expect", metavar="REF.npz", help="compare the outputs with these arrays")
     p.add_argument("--rtol", type=float, default=None,
                    help="relative tolerance for --expect (by the output's dtype: fp32 1e-4, fp16 1e-3, bf16 1e-2)")
@@ -36,6 +38,7 @@ def run(args) -> int:
     from ..model.io import read_model
     from ..interpreter import RunError
     from ..interpreter import run as run_program
+    output = _claim_output(args)
     model = read_model(args.model)
     fn = model.program.functions.get(args.function)
     given = dict(_named(spec) for spec in args.input)
@@ -55,13 +58,22 @@ def run(args) -> int:
         import io
         buf = io.BytesIO()
         np.savez(buf, **outputs, **{f"state_{k}": v for k, v in states.items()})
-        write_atomic(args.output, buf.getvalue())
+        write_atomic(output, buf.getvalue())
     elif not args.expect:
         write_stdout("".join(f"%{k}: {v.shape} {v.dtype}\n{np.array2string(v, threshold=50)}\n"
                              for k, v in outputs.items()))
     if args.expect:
         return _compare(outputs, _load_npz(args.expect), args)
     return 0
+
+
+def _claim_output(args) -> str | None:
+    """Where -o writes, checked before the run: never a model, an input or a reference."""
+    if not args.output:
+        return None
+    from ..files import claim_output
+    read = [args.model, args.expect] + [spec.partition("=")[2] for spec in args.input]
+    return claim_output(args.output, None, args.force, read)
 
 
 def _named(spec: str):

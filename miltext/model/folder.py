@@ -3,7 +3,8 @@ weight files, byte for byte). `@model_path` in model.mil means the folder itself
 builds back into the same model.
 
 Unpacking writes the whole folder at once (a temporary folder, then a rename). It replaces a
-folder only when that holds nothing but an earlier unpack, so no other file is ever lost.
+folder only when that holds nothing but what an unpack writes (OWNED), so no other file is ever
+lost (files.claim_output).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .text import model_text
 
 MIL_FILE = "model.mil"
 WEIGHTS = "weights"
+OWNED = (MIL_FILE, f"{WEIGHTS}/weight.bin")
 
 
 def unpack(path: str, folder: str, progress=None) -> None:
@@ -29,8 +31,7 @@ def unpack(path: str, folder: str, progress=None) -> None:
     text = model_text(model).encode("utf-8")
     files = files_to_copy(model.program, model.folder)
     progress.total = len(text) + sum(os.path.getsize(os.path.join(model.folder, f)) for f in files)
-    _check_replaceable(folder)
-    with atomic_folder(folder) as tmp:
+    with atomic_folder(folder, OWNED) as tmp:
         with open(os.path.join(tmp, MIL_FILE), "wb") as f:
             f.write(text)
         progress.advance(len(text), MIL_FILE)
@@ -51,13 +52,3 @@ def mil_source(folder: str) -> str:
         raise InputError(f"{folder}: no {MIL_FILE} in it (make one with `miltext unpack MODEL {folder}`)")
     return source
 
-
-def _check_replaceable(folder: str) -> None:
-    if not os.path.exists(folder):
-        return
-    if not os.path.isdir(folder):
-        raise InputError(f"{folder}: exists and is not a folder")
-    others = sorted(set(os.listdir(folder)) - {MIL_FILE, WEIGHTS})
-    if others:
-        raise InputError(f"{folder}: holds other files than {MIL_FILE} and {WEIGHTS}/ ({', '.join(others[:3])}"
-                         f"{', ...' if len(others) > 3 else ''}); unpack into a new or empty folder")

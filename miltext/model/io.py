@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 
 from ..errors import ProgramError, format_diagnostic
-from ..files import write_atomic
+from ..files import claim_output, write_atomic
 from ..progress import Silent
 from ..errors import InputError
 from ..files import decode_text, read_regular
 from .sources import check_program_bytes, program_file
 from .core import Model
 from .mlmodel import model_to_bytes, read_mlmodel
-from .package import is_package, read_package, write_package
+from .package import OWNED, is_package, read_package, write_package
 from .text import model_text, read_text_model
 
 PACKAGE, MLMODEL, PROGRAM, TEXT = "package", "mlmodel", "program", "text"
@@ -96,7 +96,10 @@ def write_model(model: Model, path: str, progress=None, kind: str | None = None)
     progress = progress or Silent()
     kind = kind or kind_of(path)
     source = model.source or "<model>"
-    _not_the_source(model, path)
+    # The text being built (with its weights beside it) is read while the output is written: it,
+    # or a folder holding it, is never replaced. A package, .mlmodel or .pb is read whole first.
+    text_source = model.source if model.source and kind_of(model.source) in (TEXT, None) else None
+    claim_output(path, output_owned(kind), inputs=[text_source])
     try:
         if kind == PACKAGE:
             write_package(model, path, progress)
@@ -113,15 +116,10 @@ def write_model(model: Model, path: str, progress=None, kind: str | None = None)
         raise InputError(located(source, e.loc, e.message)) from None
 
 
-def _not_the_source(model: Model, path: str) -> None:
-    """Refuse to replace the text being built, or a folder holding it: the source would be lost.
-    (A package or a .pb rewritten in place is fine: it is read whole before it is replaced.)"""
-    source = model.source
-    if source is None or not os.path.lexists(path) or kind_of(source) in (PACKAGE, MLMODEL, PROGRAM):
-        return
-    target, real = os.path.realpath(path), os.path.realpath(source)
-    if real == target or real.startswith(target + os.sep):
-        raise InputError(f"{path}: error: this is the text being built; write the output elsewhere")
+def output_owned(kind: str | None) -> tuple | None:
+    """What miltext writes as an output of `kind`, for files.claim_output: the files of a
+    package, or None for one file."""
+    return OWNED if kind == PACKAGE else None
 
 
 def _no_weights(model: Model, path: str) -> None:

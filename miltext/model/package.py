@@ -29,6 +29,8 @@ DESCRIPTIONS = {MODEL_ITEM: "CoreML Model Specification", WEIGHTS_ITEM: "CoreML 
 CHUNK = 1 << 24
 MAX_MANIFEST = 1 << 20  # a real manifest is a few hundred bytes
 DEFAULT_WEIGHTS = os.path.join("weights", "weight.bin")   # @model_path/weights/weight.bin
+# What miltext writes in a package, so all a package may hold for miltext to replace it.
+OWNED = (MANIFEST, f"{DATA}/{MODEL_ITEM}", f"{DATA}/{WEIGHTS_ITEM}/weight.bin")
 
 
 def is_package(path: str) -> bool:
@@ -91,7 +93,7 @@ def write_package(model: Model, path: str, progress) -> None:
     sizes = {f: os.path.getsize(os.path.join(model.folder, f)) for f in files}
     progress.total = len(data) + sum(sizes.values()) + plan.size
     ids = _identifiers(path)
-    with atomic_folder(path) as tmp:
+    with atomic_folder(path, OWNED) as tmp:
         content = os.path.join(tmp, DATA, AUTHOR)
         os.makedirs(content)
         with open(os.path.join(content, "model.mlmodel"), "wb") as f:
