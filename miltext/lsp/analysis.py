@@ -34,7 +34,7 @@ class CannotFormat(Exception):
 
 
 class Analysis:
-    def __init__(self, text: str, previous: "Analysis | None" = None, path: str | None = None):
+    def __init__(self, text: str, previous: "Analysis | None" = None, path: str | None = None, headers=None):
         self.reading = Reading(text, previous.reading if previous is not None else None)
         self.index = Index(self.reading, previous.index if previous is not None else None)
         self.source = Source(text, self.reading.lines)
@@ -42,10 +42,16 @@ class Analysis:
         self.modelmil = self.reading.modelmil
         self.model, self.program = self.reading.model, self.reading.program
         self.path = path
+        # the weight files' headers, kept from one analysis to the next (weight_headers.Headers)
+        self.headers = headers if headers is not None or previous is None else previous.headers
         self._previous = previous
         self._diagnostics = None
         self.complete = False    # whether the check findings come from a check of the whole program
         self._inferred = None
+
+    @property
+    def files(self) -> checking.Files:
+        return checking.Files(self.path, self.weights, self.headers)
 
     @property
     def weights(self) -> str | None:
@@ -84,11 +90,10 @@ class Analysis:
             before = self._previous
             found = None
             if not complete and before is not None and before._diagnostics is not None:
-                found = checking.incremental(before.index, self.index,
-                                             before._diagnostics, self.weights)
+                found = checking.incremental(before.index, self.index, before._diagnostics, self.files)
             if found is None:
-                found, self.complete = checking.full(self.program, self.source.text, self.weights,
-                                                   self.reading.section), True
+                found, self.complete = checking.full(self.program, self.source.text, self.files,
+                                                     self.reading.section), True
             self._diagnostics = self._without_echoes(found)
             self._previous = None  # what it was worked out from is not needed any more
         return self._diagnostics

@@ -26,12 +26,24 @@ MOST_AFFECTED = 300
 WHOLE_SCOPE = frozenset({"undefined-name", "undefined-output", "out-of-scope", "use-before-definition"})
 
 
-def full(program, text: str, weights: str | None = None, section=None) -> list:
+class Files:
+    """Where a text's files are, for check: the text's own path (its weight references are
+    relative to its folder, and confined to it), the weights folder beside it, and the weight
+    files' headers the server keeps for its session (each parsed once while it stays the same)."""
+    __slots__ = ("path", "weights", "headers")
+
+    def __init__(self, path: str | None = None, weights: str | None = None, headers=None):
+        self.path, self.weights, self.headers = path, weights, headers
+
+
+def full(program, text: str, files: Files | None = None, section=None) -> list:
     """check's findings on the whole program, the model section (when the text has one) too."""
-    return miltext.check(program, source=text, weights=weights, section=section)
+    files = files or Files()
+    return miltext.check(program, source=text, weights=files.weights, section=section, filename=files.path,
+                         confine_refs=True, ref_headers=files.headers)
 
 
-def incremental(before_index, index, diagnostics: list, weights: str | None = None) -> list | None:
+def incremental(before_index, index, diagnostics: list, files: Files | None = None) -> list | None:
     """The diagnostics of the reading of `index` from `diagnostics`, those of the reading
     of `before_index` (check's, 1-based lines), or None when only a full check will do."""
     before, reading = before_index.reading, index.reading
@@ -80,7 +92,7 @@ def incremental(before_index, index, diagnostics: list, weights: str | None = No
     lines_of = set(reading.layout.frame)
     for i in affected:
         lines_of.update(range(pieces[i].start, pieces[i].end))
-    fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, weights)
+    fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, files)
              if d.line is not None and d.line - 1 in lines_of]
     if any(d.rule in WHOLE_SCOPE for d in fresh):
         return None

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from ..errors import ParseError
 from ..model import Model
 from ..model.section import SectionError, spec_from_section
-from ..ir import Blob
+from ..ir import Blob, WeightRef
 from ..text import blob_layout
 from ..text.modelmil.words import looks_like_modelmil
 from ..text.mil.parser import looks_like_coremltools_print, parse
@@ -34,12 +34,13 @@ class OpPiece(Piece):
     """One op's lines (a piece of the layout) and what parsing them gave: the line it was
     parsed at, its ops (one, with the blocks it owns) or its errors ((line, column, message),
     1-based). Its text is not kept: it is the reading's lines of the piece. One object per op
-    of the text, so it is kept small: a single op is kept as itself, not in a tuple."""
-    __slots__ = ("line", "_ops", "errors")
+    of the text, so it is kept small: a single op is kept as itself, not in a tuple. `refs` are
+    its weight references (npy(...), safetensors(...)), whose places move with it too."""
+    __slots__ = ("line", "_ops", "errors", "refs")
 
     def __init__(self, start: int, end: int, unclosed: tuple | None = None):
         super().__init__(start, end, unclosed)
-        self.line, self._ops, self.errors = start, (), ()
+        self.line, self._ops, self.errors, self.refs = start, (), (), ()
 
     @property
     def ops(self) -> tuple:
@@ -53,7 +54,7 @@ class OpPiece(Piece):
 
     def took(self, other: "OpPiece") -> None:
         """Take what parsing another piece of the same text gave."""
-        self.line, self._ops, self.errors = other.line, other._ops, other.errors
+        self.line, self._ops, self.errors, self.refs = other.line, other._ops, other.errors, other.refs
 
 
 class OpLayout(Layout):
@@ -124,6 +125,7 @@ class Reading:
         texts = {id(piece): self.lines.span(piece.start, piece.end) for piece in fresh} if cached else {}
         new = sum(1 for piece in fresh if not cached.get(texts[id(piece)])) if cached else len(fresh)
         whole = self._whole_ops() if new > WHOLE_AFTER else None
+        refs = whole is not None and _may_refer(self.text)
         for piece in pieces:
             if id(piece) in was:   # kept: its ops are where they were, its place may have moved
                 _settle(piece)
@@ -135,6 +137,8 @@ class Reading:
                 _settle(piece)
             elif whole is not None:
                 piece.ops = whole.get(piece.start, ())
+                if refs:
+                    piece.refs = _refs_of(piece)
             else:
                 self._parse_op(text if text is not None else self.lines.span(piece.start, piece.end), piece)
                 self.reparsed += 1
@@ -181,6 +185,8 @@ class Reading:
             else:
                 program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL, editing=True)
                 piece.ops = program.functions["main"].blocks["CoreML7"].operations
+            if _may_refer(text):
+                piece.refs = _refs_of(piece)
         except ParseError as e:
             last = first + piece.end - piece.start   # 1-based, the op's last line
             piece.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
@@ -309,6 +315,16 @@ def _has_blob(p: OpPiece) -> bool:
     return any(isinstance(v.data, Blob) for op in p.ops for v, _ in blob_layout.op_values(op))
 
 
+def _may_refer(text: str) -> bool:
+    """Whether a text may hold a weight reference."""
+    return "npy(" in text or "safetensors(" in text
+
+
+def _refs_of(p: OpPiece) -> tuple:
+    """The weight references in a piece's ops."""
+    return tuple(v.data for op in p.ops for v, _ in blob_layout.op_values(op) if isinstance(v.data, WeightRef))
+
+
 def _settle(p: OpPiece) -> None:
     """Move an op piece's places to where the piece now stands (from `line` to `start`)."""
     lines = p.start - p.line
@@ -327,6 +343,8 @@ def _settle(p: OpPiece) -> None:
             found = moved[loc] = (loc[0] + lines, loc[1])
         return found
 
+    for ref in p.refs:
+        ref.loc, ref.tensor_loc = move(ref.loc), move(ref.tensor_loc)
     stack = list(p.ops)
     while stack:
         op = stack.pop()

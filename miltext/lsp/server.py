@@ -18,6 +18,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..model.weight_headers import Headers
 from .allocator import keep_big_blocks_apart, release_memory
 from .analysis import Analysis, CannotFormat, warm_up
 from .protocol import MilProtocol
@@ -45,6 +46,7 @@ class MilServer(LanguageServer):
         self.analyses: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self._release = None   # the release_memory scheduled after a big answer
+        self.headers = Headers()   # the weight files' headers, parsed once for the session
 
     def release_later(self) -> None:
         """release_memory once the answer being made (a big one: an outline, hints, all the
@@ -69,7 +71,7 @@ class MilServer(LanguageServer):
             text = ""  # not read: publish says why
         found = self.analyses.get(uri)
         if found is None or found.source.text != text:
-            found = self.analyses[uri] = Analysis(text, found, _path(uri))
+            found = self.analyses[uri] = Analysis(text, found, _path(uri), self.headers)
         return found
 
     def schedule(self, uri: str) -> None:
