@@ -157,6 +157,22 @@ def test_svg_is_drawn_by_graphviz(tmp_path):
     assert ET.parse(tmp_path / "m.svg").getroot().tag.endswith("svg")
 
 
+def test_weights_that_became_nan_or_inf_are_counted_not_hidden():
+    with open(os.path.join(HERE, "corpus", "coremltools", "torch_mlp.pb"), "rb") as f:
+        text = miltext.proto_to_text(f.read())
+    old = "fp16([-0.10016, -0.2305, -0.1819, 0.2346])"
+    broken = text.replace(old, "fp16([nan, inf, -0.5, 0.2346])")
+    out = compare(Side.from_text(text, "a"), Side.from_text(broken, "b")).text().splitlines()
+    assert out[3] == ("# weight %var_4_bias_to_fp16 (4, fp16) changed: 3 of 4 elements, max abs difference "
+                      "0.318115, 1 became NaN, 1 became inf")
+    out = compare(Side.from_text(broken, "b"), Side.from_text(text, "a")).text().splitlines()
+    assert out[3].endswith("3 of 4 elements, max abs difference 0.318115, 1 were NaN and are not, "
+                           "1 were inf and are not")
+    only = text.replace(old, "fp16([-0.10016, -inf, -0.1819, 0.2346])")
+    out = compare(Side.from_text(text, "a"), Side.from_text(only, "b")).text().splitlines()
+    assert out[3].endswith("1 of 4 elements, max abs difference 0, 1 became inf")
+
+
 def test_svg_past_max_ops_is_refused_before_dot_runs(tmp_path):
     result = run("graph", MLP6, "-o", "m.svg", "--max-ops", "5", cwd=tmp_path)
     assert_clean_failure(result)

@@ -55,15 +55,20 @@ class WeightChange:
     shape: tuple | None
     changed: int         # elements that differ
     count: int
-    max_abs: float | None  # None: not numbers (or counts differ)
+    max_abs: float | None  # over the elements finite in both; None: not numbers (or counts differ)
+    # elements that became NaN, became ±inf, were NaN and are not, were ±inf and are not: what
+    # a difference of numbers cannot show
+    non_finite: tuple = (0, 0, 0, 0)
 
     def text(self) -> str:
         shape = self.shape if self.shape is not None else (self.count,)
         kind = "(" + ", ".join([*map(str, shape), self.dtype]) + ")"
         if self.max_abs is None:
             return f"weight %{self.name} {kind} changed: other elements, not comparable one by one"
+        words = [f"{n} {what}" for n, what in zip(self.non_finite, (
+            "became NaN", "became inf", "were NaN and are not", "were inf and are not")) if n]
         return (f"weight %{self.name} {kind} changed: {self.changed} of {self.count} elements, "
-                f"max abs difference {self.max_abs:.6g}")
+                f"max abs difference {self.max_abs:.6g}" + "".join(f", {w}" for w in words))
 
 
 def weight_change(name: str, shape: tuple | None, old, new) -> WeightChange:
@@ -76,8 +81,10 @@ def weight_change(name: str, shape: tuple | None, old, new) -> WeightChange:
             or new.dtype.kind not in "biuf":
         return WeightChange(name, dtype, shape, 0, 0 if new is None else new.size, None)
     a, b = old.astype(np.float64), new.astype(np.float64)
-    differs = ~((a == b) | (np.isnan(a) & np.isnan(b)))
-    delta = np.abs(a - b)[differs]
-    finite = delta[np.isfinite(delta)]
-    max_abs = float(finite.max()) if finite.size else (float("inf") if delta.size else 0.0)
-    return WeightChange(name, dtype, shape, int(differs.sum()), int(new.size), max_abs)
+    nan_a, nan_b, inf_a, inf_b = np.isnan(a), np.isnan(b), np.isinf(a), np.isinf(b)
+    differs = ~((a == b) | (nan_a & nan_b))
+    delta = np.abs(a - b)[differs & np.isfinite(a) & np.isfinite(b)]
+    non_finite = tuple(int(np.count_nonzero(m)) for m in (
+        nan_b & ~nan_a, inf_b & ~inf_a, nan_a & ~nan_b, inf_a & ~inf_b))
+    max_abs = float(delta.max()) if delta.size else 0.0
+    return WeightChange(name, dtype, shape, int(differs.sum()), int(new.size), max_abs, non_finite)
