@@ -372,3 +372,28 @@ def test_expect_of_an_npz_of_python_objects_is_a_plain_error(tmp_path, capsys):
 def test_a_state_not_given_is_asked_for_in_the_command_lines_words(tmp_path, capsys):
     status, _, err = command(capsys, "run", os.path.join(EXAMPLES, "state.mil"), "-i", "x=1")
     assert status == 1 and "state %acc is not given: give its starting value (`-i acc=FILE.npy` to miltext run" in err
+
+
+# ---- the README's Python API runs as shown -----------------------------------------------------
+
+def test_the_readmes_python_api_blocks_run_as_shown(tmp_path, monkeypatch, capsys):
+    from test_docs import README, _blocks
+    blocks = [b[2] for b in _blocks(README) if b[3] == "python api"]
+    assert len(blocks) == 2
+    os.symlink(EXAMPLES, tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    for body in blocks:
+        exec(compile(body, "README.md", "exec"), {})
+        printed = capsys.readouterr().out.splitlines()
+        shown = [line.split("# ", 1)[1] for line in body.splitlines() if line.startswith("print(") and "# " in line]
+        assert [p.startswith(s.split(" ...")[0].rstrip(")")) for p, s in zip(printed, shown)] == [True] * len(shown), \
+            (printed, shown)
+    assert (tmp_path / "mlp.mlpackage" / "Data" / "com.apple.CoreML" / "weights" / "weight.bin").is_file()
+
+
+def test_value_array_of_a_blob_says_how_to_read_it():
+    import miltext
+    from miltext.ir import Blob
+    value = miltext.Value(miltext.TensorType("fp16", (2,)), Blob(64, "@model_path/weights/weight.bin"))
+    with pytest.raises(TypeError, match=r"Weights\(model.folder\).blob_array\(value\)"):
+        value.array

@@ -127,9 +127,7 @@ class Evaluator:
         from ..model.blobs import Weights
         if self._weights is None:
             self._weights = Weights(self.weights_folder, "the program")
-        t = vtype.wrapped if isinstance(vtype, StateType) else vtype
-        flat = self._weights.reader(blob.file).read(blob.offset)
-        return flat.reshape(t.shape) if isinstance(t, TensorType) and t.is_static else flat
+        return self._weights.blob_array(blob, vtype)
 
 
     def _file_tensor(self, ref, vtype):

@@ -117,6 +117,9 @@ class Value:
     def array(self) -> np.ndarray:
         """The tensor's elements decoded to numpy, shaped by the type when the counts agree."""
         if not isinstance(self.type, TensorType) or not isinstance(self.data, TensorData):
+            if isinstance(self.data, Blob):
+                raise TypeError("a blob value's elements are in the model's weight file: read them with "
+                                "miltext.model.blobs.Weights(model.folder).blob_array(value)")
             raise TypeError("only an immediate tensor value has an array")
         flat = decode_tensor(dtypes.by_name(self.type.dtype), self.data, self.type.element_count)
         if flat is None:

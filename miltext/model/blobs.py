@@ -55,6 +55,14 @@ class Weights:
         for reader in self._readers.values():
             reader.close()
 
+    def blob_array(self, value, vtype=None):
+        """The elements of a blob value (or of the Blob `value` of type `vtype`) read from its
+        weight file, in the type's shape when that is static."""
+        blob, vtype = (value, vtype) if isinstance(value, Blob) else (value.data, value.type)
+        t = vtype.wrapped if isinstance(vtype, StateType) else vtype
+        flat = self.reader(blob.file).read(blob.offset)
+        return flat.reshape(t.shape) if isinstance(t, TensorType) and t.is_static else flat
+
     def reader(self, file_name: str) -> WeightReader:
         reader = self._readers.get(file_name)
         if reader is None:
