@@ -68,9 +68,7 @@ def open_regular(path, what: str = "file"):
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else \
-                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "special"
-            raise UnreadableError(path, f"{kind}, not a regular {what}; miltext reads only regular files")
+            raise UnreadableError(path, f"{_kind(mode)}, not a regular {what}; miltext reads only regular files")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

@@ -404,3 +404,17 @@ def test_a_full_disk_is_a_clear_error_and_leaves_the_old_output(writer, tmp_path
         assert f"{target}: error: cannot write: File too large" in result.stderr, result.stderr
         assert snapshot(tmp_path / target) == old
         assert leftovers(tmp_path) == []
+
+
+def test_graph_never_writes_over_a_folder_or_a_link(tmp_path):
+    mil = example(tmp_path)
+    before = user_files(tmp_path / "out.dot")
+    result = run("graph", mil, "-o", "out.dot", cwd=tmp_path)
+    assert_clean_failure(result)
+    assert "out.dot: error: a folder, not a file" in result.stderr and snapshot(tmp_path / "out.dot") == before
+    (tmp_path / "mine.txt").write_bytes(b"the user's")
+    os.symlink("mine.txt", tmp_path / "link.dot")
+    result = run("graph", mil, "-o", "link.dot", cwd=tmp_path)
+    assert_clean_failure(result)
+    assert "link.dot: error: a link (to mine.txt)" in result.stderr
+    assert (tmp_path / "mine.txt").read_bytes() == b"the user's" and os.path.islink(tmp_path / "link.dot")

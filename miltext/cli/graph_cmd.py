@@ -53,10 +53,11 @@ def write_graph(dot_text: str, output: str | None, max_ops: int, timeout: float)
     """DOT text to stdout, or to `output` as DOT or (by its suffix) SVG, drawn only for at most
     `max_ops` nodes and within `timeout` seconds."""
     from ..errors import InputError
-    from ..files import write_atomic
+    from ..files import claim_output, write_atomic
     if output is None:
         write_stdout(dot_text)
         return
+    output = claim_output(output)   # a file only: never a folder, a link or anything else in the way
     if output.lower().endswith(".svg"):
         from ..review.graph import node_count, svg
         nodes = node_count(dot_text)
