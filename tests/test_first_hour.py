@@ -397,3 +397,38 @@ def test_value_array_of_a_blob_says_how_to_read_it():
     value = miltext.Value(miltext.TensorType("fp16", (2,)), Blob(64, "@model_path/weights/weight.bin"))
     with pytest.raises(TypeError, match=r"Weights\(model.folder\).blob_array\(value\)"):
         value.array
+
+
+def test_the_layout_table_names_every_doc():
+    row = next(line for line in read("README.md").split("\n") if line.startswith("| `docs/` |"))
+    for doc in sorted(os.listdir(os.path.join(ROOT, "docs"))):
+        if doc.endswith(".md"):
+            assert f"`{doc}`" in row, doc
+
+
+# ---- review: a const that switches between a blob and an inline value --------------------------
+
+def test_diff_of_a_const_moving_between_blob_and_inline_has_no_dangling_comment(tmp_path, capsys):
+    import numpy as np
+
+    from miltext.model import read_model
+    from miltext.model.blobs import Weights
+    for side in ("a", "b"):
+        shutil.copytree(os.path.join(EXAMPLES, "mlp"), tmp_path / side)
+    model = read_model(str(tmp_path / "b" / "model.mil"))
+    const = next(op for op in model.program.functions["main"].block.operations if op.name == "fc2_weight_to_fp16")
+    with Weights(model.folder) as weights:
+        values = weights.blob_array(const.attributes["val"]).astype(np.float32)
+    inline = "fp16(" + np.array2string(values, separator=", ", threshold=10**6, max_line_width=10**6) + ")"
+    text = (tmp_path / "b" / "model.mil").read_text(encoding="utf-8")
+    blob = 'const(val=(4, 16, fp16)(blob), name="fc2_weight_to_fp16")'
+    assert blob in text
+    (tmp_path / "b" / "model.mil").write_text(text.replace(blob, f'const(val={inline}, name="fc2_weight_to_fp16")'),
+                                              encoding="utf-8")
+    for old, new in (("a", "b"), ("b", "a")):
+        status, out, err = command(capsys, "diff", str(tmp_path / old / "model.mil"), str(tmp_path / new / "model.mil"))
+        changed = [line for line in out.split("\n") if line[:1] in "-+" and "fc2_weight_to_fp16 =" in line.replace(":", " =", 1)]
+        assert status == 1 and err == "" and len(changed) == 2, out
+        for line in changed:
+            assert not line.rstrip().endswith("#")
+            assert ("(blob)" in line) == ("# sha256:" in line), line

@@ -124,10 +124,15 @@ def _hunk_text(hunk: list, a_lines, b_lines, alignment) -> list:
             old, new = a_lines[step.a].text, b_lines[step.b].text
             blobs_a, blobs_b = alignment.blob_ids_a[step.a], alignment.blob_ids_b[step.b]
             if blobs_a != blobs_b:   # the same text may hold other weights: say which
-                old += "  # " + " ".join(f"sha256:{d}" for d in blobs_a)
-                new += "  # " + " ".join(f"sha256:{d}" for d in blobs_b)
+                old += _digests(blobs_a)
+                new += _digests(blobs_b)
             out += [f"-{old}\n", f"+{new}\n"]
     return out
+
+
+def _digests(blobs: list) -> str:
+    """`  # sha256:...` for a line's blobs; nothing for a line without one (an inline value)."""
+    return "  # " + " ".join(f"sha256:{d}" for d in blobs) if blobs else ""
 
 
 def _range(at: list) -> str:
