@@ -81,7 +81,7 @@ def test_git_setup_writes_the_driver_and_attributes_once(repo):
     with open(repo.path / ".gitattributes") as f:
         lines = f.read().splitlines()
     assert lines[1:] == ["*.mlmodel diff=miltext", "*.pb diff=miltext", "weight.bin diff=miltext"]
-    assert repo("config", "diff.miltext.textconv").strip().endswith("-m miltext.cli textconv")
+    assert repo("config", "diff.miltext.textconv").strip().endswith("-m miltext.cli textconv --")
     assert repo("config", "diff.miltext.cachetextconv").strip() == "true"
     assert repo("check-attr", "diff", "m.mlpackage/Data/com.apple.CoreML/model.mlmodel").strip().endswith("diff: miltext")
 
@@ -178,7 +178,7 @@ def test_git_diff_of_a_reconverted_model_with_a_layer_inserted(repo):
     assert "+++ b/model.mlpackage/Data/com.apple.CoreML/model.mlmodel" in model
     plain = repo("diff", "--no-ext-diff", "HEAD~1")               # the text view stays
     assert "+    %input_21_cast_fp16: (1, 16, fp16) = relu(" in plain and "# 10 renamed" not in plain
-    assert repo("config", "diff.miltext.command").strip().endswith("-m miltext.cli diff --git-external")
+    assert repo("config", "diff.miltext.command").strip().endswith("-m miltext.cli diff --git-external --")
 
 
 def test_git_diff_names_a_changed_weight_and_its_max_difference(repo):
@@ -212,3 +212,42 @@ def test_external_diff_of_a_pb_that_is_no_mil_program_shows_its_text(repo):
     diff = repo("diff")
     assert diff.startswith("diff --miltext a/graph.pb b/graph.pb\n")
     assert "+# 8 bytes, sha256:" in diff and " # miltext: not shown as MIL text" in diff
+
+
+# ---- paths git hands over as they are: one starting with `-` -----------------------------------
+
+def _commit_dash_named_model(repo):
+    """A model named `-h.mlmodel` committed, then changed in the work tree."""
+    import shutil
+    mlmodel = os.path.join("Data", "com.apple.CoreML", "model.mlmodel")
+    shutil.copyfile(os.path.join(REVIEW, "mlp6.mlpackage", mlmodel), repo.path / "-h.mlmodel")
+    repo("add", "--", "-h.mlmodel")
+    repo("commit", "-qm", "a model named like an option")
+    shutil.copyfile(os.path.join(REVIEW, "mlp7.mlpackage", mlmodel), repo.path / "-h.mlmodel")
+
+
+@pytest.mark.parametrize("structural", [False, True])
+def test_git_diff_of_a_model_named_like_an_option(repo, structural):
+    result = run("git-setup", *(["--structural"] if structural else []), cwd=repo.path, env=repo.env)
+    assert result.returncode == 0, result.stderr
+    _commit_dash_named_model(repo)
+    diff = repo("diff")
+    assert "+    %linear_5_cast_fp16: (1, 16, fp16) = linear(" in diff
+    if structural:
+        assert diff.startswith("diff --miltext a/-h.mlmodel b/-h.mlmodel\n")
+        assert _summary(diff)[0] == "# 4 ops added (2 const, linear, relu), 1 op changed (linear)"
+    log = repo("log", "-p", "-1")                                 # textconv: the commit as text
+    assert "+main[CoreML7](%x: (1, 8, fp16)) {" in log
+
+
+def test_configs_written_before_the_dash_dash_still_work(repo):
+    import shlex
+    import sys
+    command = f"{shlex.quote(sys.executable)} -m miltext.cli"
+    assert run("git-setup", cwd=repo.path, env=repo.env).returncode == 0
+    repo("config", "diff.miltext.textconv", f"{command} textconv")       # as older git-setups wrote
+    _commit_dash_named_model(repo)
+    assert "+    %linear_5_cast_fp16: (1, 16, fp16) = linear(" in repo("diff")
+    repo("config", "diff.miltext.command", f"{command} diff --git-external")
+    diff = repo("diff")
+    assert _summary(diff)[0] == "# 4 ops added (2 const, linear, relu), 1 op changed (linear)"

@@ -53,10 +53,14 @@ def test_textconv_of_a_weight_file_imports_nothing_heavy():
 
 
 def test_textconv_arguments_are_what_the_command_line_parser_makes():
-    for argv in (["textconv", MODEL], ["textconv", "a file.mlmodel"]):
+    for argv in (["textconv", MODEL], ["textconv", "a file.mlmodel"], ["textconv", "--", "-h.mlmodel"],
+                 ["textconv", "--", MODEL]):
         quick, parsed = textconv_args(argv), build_parser("textconv").parse_args(argv)
         assert vars(quick) == vars(parsed)
-    for argv in (["textconv", "--help"], ["textconv"], ["textconv", "a", "b"], ["print", MODEL]):
+    # a config from before git-setup wrote `textconv --`: git appends the path as it is
+    assert textconv_args(["textconv", "-h.mlmodel"]).file == "-h.mlmodel"
+    for argv in (["textconv", "--help"], ["textconv", "-h"], ["textconv"], ["textconv", "a", "b"],
+                 ["textconv", "--"], ["textconv", "-x", "a"], ["print", MODEL]):
         assert textconv_args(argv) is None
 
 

@@ -60,6 +60,8 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     names = {name for name, _, _ in COMMANDS}
     command = argv[0] if argv and argv[0] in names else None
+    if argv[:2] == ["diff", "--git-external"] and "--" not in argv:
+        argv.insert(2, "--")   # git's arguments, as a config older than `... --git-external --` runs it
     args = textconv_args(argv) or build_parser(command).parse_args(argv)
     try:
         return args.run(args)
@@ -86,11 +88,14 @@ def main(argv=None) -> int:
 def textconv_args(argv: list):
     """The arguments of `textconv FILE`, the way git runs it (once per file version), read
     without building a command-line parser (argparse is a tenth of its start-up); None for any
-    other command line. They are what build_parser("textconv") makes of it (tests/test_textconv_startup)."""
-    if len(argv) != 2 or argv[0] != "textconv" or argv[1].startswith("-"):
+    other command line. They are what build_parser("textconv") makes of it (tests/test_textconv_startup).
+    git-setup writes `textconv --`, so that a path starting with `-` is a file; a config written
+    before that runs `textconv PATH`, read as a file too unless it asks for help."""
+    if argv[:1] != ["textconv"] or len(argv) not in (2, 3) or len(argv) == 3 and argv[1] != "--" \
+            or len(argv) == 2 and argv[1] in ("-h", "--help", "--"):
         return None
     module = importlib.import_module(f"{__name__}.textconv_cmd")   # as build_parser loads it
-    return SimpleNamespace(command="textconv", file=argv[1], run=module.run, error_status=1)
+    return SimpleNamespace(command="textconv", file=argv[-1], run=module.run, error_status=1)
 
 
 _CHUNK = 1 << 20

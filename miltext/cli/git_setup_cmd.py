@@ -31,10 +31,11 @@ def run(args) -> int:
     scope = ["--global"] if args.global_ else []
     attributes = _global_attributes() if args.global_ else os.path.join(_top_level(), ".gitattributes")
     command = f"{shlex.quote(sys.executable)} -m miltext.cli"
-    _git("config", *scope, f"diff.{DRIVER}.textconv", f"{command} textconv")
+    # `--` before the paths git appends: a file named `-h.mlmodel` is a file, not an option
+    _git("config", *scope, f"diff.{DRIVER}.textconv", f"{command} textconv --")
     _git("config", *scope, f"diff.{DRIVER}.cachetextconv", "true")
     if args.structural:
-        _git("config", *scope, f"diff.{DRIVER}.command", f"{command} diff --git-external")
+        _git("config", *scope, f"diff.{DRIVER}.command", f"{command} diff --git-external --")
     added = add_attributes(attributes)
     where = "your global git config" if args.global_ else "this repository's git config"
     kind = "structural " if args.structural else ""
