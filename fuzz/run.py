@@ -128,8 +128,168 @@ def target_lsp_analysis(data: bytes) -> None:
             pass
 
 
+REF = b"\x00--ref--\x00"
+# what a reference may name beside the weight file itself: hostile paths and special files
+REF_PATHS = ["../w.npy", "/dev/zero", "zero.npy", "fifo.npy", "sub/../w.npy", "/etc/passwd", "w.npy\x00x", ""]
+
+
+def target_weight_refs(data: bytes) -> None:
+    """`data` is a weight file (.npy when it starts like one, else .safetensors), then REF and
+    the reference: `path NUL tensor NUL declared dtype NUL confine`. The file is laid out in a
+    temporary folder beside a link to /dev/zero and a FIFO; the reference is checked (headers
+    only, confined or not) and, when it fits, its tensor streamed as build writes it."""
+    from miltext.ir import TensorType, WeightRef
+    from miltext.model import weight_refs
+    from miltext.model.weight_headers import Headers
+    body, _, tail = data.partition(REF)
+    fmt = "npy" if body.startswith(b"\x93NUMPY") else "safetensors"
+    fields = tail.decode("utf-8", errors="replace").split("\x00") + ["", "", "", ""]
+    path, tensor, declared, confine = fields[:4]
+    with tempfile.TemporaryDirectory() as folder:
+        with open(os.path.join(folder, f"w.{fmt}"), "wb") as f:
+            f.write(body)
+        os.symlink("/dev/zero", os.path.join(folder, "zero.npy"))
+        os.mkfifo(os.path.join(folder, "fifo.npy"))
+        ref = WeightRef(fmt, path or f"w.{fmt}", tensor if fmt == "safetensors" else None, None, (1, 1))
+        headers = Headers()
+        header = weight_refs.read_header(ref, folder, bool(confine), headers)
+        if header.count > 1 << 20:
+            return
+        target = declared if declared in weight_refs.BLOB_CODES else header.dtype
+        if target != header.dtype:
+            ref = WeightRef(fmt, ref.path, ref.tensor, header.dtype, (1, 1))
+        vtype = TensorType(target, header.shape)
+        weight_refs.check(ref, vtype, folder, bool(confine), headers)
+        for _ in weight_refs.encoded(ref, folder, header, target, bool(confine)):
+            pass
+
+
+RUN_LIMITS = {"timeout": 0.5, "max_memory": 64 << 20}     # a finding is going past them
+STRINGS = ["valid", "same", "same_lower", "custom", "constant", "reflect", "replicate", "linear", "DEFAULT",
+           "ALIGN_CORNERS", "UNALIGN_CORNERS", "LINEAR", "NEAREST_NEIGHBOR", "logits", "probs", "add", "update",
+           "max", "EXACT", "TANH_APPROXIMATION", "fp32", "fp16", "int32", "bool", "forward", "bidirectional",
+           "tanh", "sigmoid", "bilinear", "nearest", "border", "unnormalized", "CORNERS_HEIGHT_FIRST", "", "?"]
+NUMBERS = [0, 1, -1, 2, 3, 7, 2 ** 31 - 1, -2 ** 31, 10 ** 9, 10 ** 12, 0.5, -2.5, 1e30, "inf", "-inf", "nan"]
+
+
+def _literal(rng: random.Random, dtypes: list) -> str:
+    """A random literal of one of `dtypes`: a scalar or a small tensor, now and then of hostile values."""
+    dtype = rng.choice([d for d in dtypes if d != "string"] or ["fp32"]) if "string" not in dtypes or rng.random() < 0.2 \
+        else "string"
+    if dtype == "string":
+        return '"' + rng.choice(STRINGS) + '"'
+    shape = [rng.choice([0, 1, 1, 2, 3, 4]) for _ in range(rng.choice([0, 1, 1, 2, 3, 4]))]
+
+    def element():
+        if dtype == "bool":
+            return rng.choice(["true", "false"])
+        v = rng.choice(NUMBERS) if rng.random() < 0.3 else rng.randint(-3, 5)
+        if dtype.startswith(("int", "uint")):
+            return str(int(v)) if not isinstance(v, str) else str(rng.randint(-3, 5))
+        return str(float(v)) if not isinstance(v, str) else v
+
+    def nest(dims):
+        return element() if not dims else "[" + ", ".join(nest(dims[1:]) for _ in range(dims[0])) + "]"
+    return f"{dtype}({nest(shape)})"
+
+
+def run_program_text(data: bytes) -> str:
+    """One op of the interpreter's table with random inputs (its own params, some left out, some
+    bound to the function's input %x), made from `data` as a seed."""
+    from miltext import ops as op_table
+    from miltext.interpreter.registry import supported
+    rng = random.Random(data)
+    op = rng.choice([t for t in supported() if t not in ("cond", "while_loop")])
+    opset = rng.choice(["CoreML7", "CoreML6", "CoreML8"])
+    args = []
+    for name, spec in op_table.params(op, opset).items():
+        if spec.get("optional") and rng.random() < 0.5:
+            continue
+        if spec.get("kind") == "tensor" and not spec.get("const") and rng.random() < 0.3:
+            args.append(f"{name}=%x")
+        else:
+            args.append(f"{name}={_literal(rng, spec.get('dtypes') or ['fp32'])}")
+    shape = ", ".join(str(rng.choice([1, 2, 3, 4])) for _ in range(rng.choice([1, 2, 3, 4])))
+    typed = rng.random() < 0.5      # a declared type (which the kernel must not trust) or inferred
+    out = f"%y: ({shape}, fp32)" if typed else "%y"
+    name = ', name="y"' if typed else ""
+    return (f"main[{opset}](%x: ({shape}, fp32)) {{\n  block0() {{\n    {out} = {op}({', '.join(args)}{name})\n"
+            f"  }} -> (%y)\n}}\n"), shape
+
+
+def target_run(data: bytes) -> None:
+    """`miltext run` of a generated single-op program on a random input: a located error or an
+    answer, within the time and memory it was given."""
+    import numpy as np
+    from miltext.interpreter import RunError, run
+    text, shape = run_program_text(data)
+    program = miltext.loads(text)
+    rng = np.random.default_rng(list(data[:16]) or [0])
+    x = rng.standard_normal([int(d) for d in shape.split(", ")]).astype(np.float32)
+    try:
+        run(program, {"x": x}, **RUN_LIMITS)
+    except RunError as e:
+        if "ran out of memory" in e.message:    # a size no check saw coming
+            raise AssertionError(e.message) from None
+        raise
+
+
+def target_expect(data: bytes) -> None:
+    """`run --expect` and `-i NAME=FILE.npy` on hostile .npz and .npy files: each array's header
+    checked before it is read, every fault an InputError."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import numpy as np
+    from miltext.cli import run_cmd
+    from miltext.interpreter.limits import Limits
+    limits = Limits(max_memory=RUN_LIMITS["max_memory"])
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "ref.npz")
+        with open(path, "wb") as f:
+            f.write(data)
+        expected = run_cmd._load_npz(path, limits)
+        outputs = {name: np.zeros(a.shape, np.float32) for name, a in expected.items()}
+        args = SimpleNamespace(expect=path, rtol=None, atol=None)
+        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+            run_cmd._compare(outputs, expected, args)
+        npy = os.path.join(folder, "x.npy")
+        with open(npy, "wb") as f:
+            f.write(data[data.find(b"\x93NUMPY"):] if b"\x93NUMPY" in data else data)
+        run_cmd._named(f"x={npy}", limits)
+
+
+def expect_seeds() -> list[bytes]:
+    """References as np.savez writes them: numbers of each kind, infinities, NaN, complex, empty."""
+    import numpy as np
+    out = []
+    for arrays in ({"y": np.arange(6, dtype=np.float32).reshape(2, 3)}, {"y": np.array([np.inf, -np.inf, np.nan])},
+                   {"a": np.array([1 + 2j]), "b": np.zeros((0, 3), np.int8)}, {"s": np.array(True)},
+                   {"y": np.arange(4, dtype=np.float16), "state_k": np.ones((2, 2), np.int64)}):
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        out.append(buf.getvalue())
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        out.append(buf.getvalue())
+    return out
+
+
+def run_seeds() -> list[bytes]:
+    """Seeds for the generator; coremltools (what infers an op miltext has no rule for) is
+    imported first, so that its start-up is not counted against the first input."""
+    import importlib.util
+    if importlib.util.find_spec("coremltools") is not None:
+        import coremltools  # noqa: F401
+    return [bytes([i]) * 8 for i in range(64)]
+
+
+GENERATED_SEEDS = {"run": run_seeds, "expect": expect_seeds}
+
+
 TARGETS = {"loads": target_loads, "proto_to_text": target_proto_to_text, "from_proto": target_from_proto,
-           "package": target_package, "lsp_transport": target_lsp_transport, "lsp_analysis": target_lsp_analysis}
+           "package": target_package, "lsp_transport": target_lsp_transport, "lsp_analysis": target_lsp_analysis,
+           "weight_refs": target_weight_refs}
 
 
 # ---- seeds ----------------------------------------------------------------------------------
@@ -161,9 +321,37 @@ def seeds(target: str) -> list[bytes]:
         packages = sorted(os.path.join(r, d) for r, ds, _ in os.walk(corpus) for d in ds if d.endswith(".mlpackage"))
         small = [p for p in packages if sum(os.path.getsize(f) for f in _files(p, ("",))) < 20_000]
         return [package_seed(p) for p in small] + [_read(f) for f in extra]
+    elif target == "weight_refs":
+        return weight_ref_seeds() + [_read(f) for f in extra]
     else:  # lsp_transport: the framed messages of a short session
         return [_read(f) for f in extra]
     return [_read(f) for f in found + extra if os.path.getsize(f) < 200_000]
+
+
+def weight_ref_seeds() -> list[bytes]:
+    """Small .npy and .safetensors files of each dtype, each named by a reference plain, cast,
+    confined, or by one of REF_PATHS."""
+    import numpy as np
+    files = []
+    for dtype in ("<f2", "<f4", ">f8", "<i4", "|u1", "<u4", "|b1"):
+        buf = io.BytesIO()
+        np.save(buf, (np.arange(12) * 7 - 20).astype(dtype).reshape(3, 4))
+        files.append((buf.getvalue(), ["", "", "fp16", "int8"]))
+    buf = io.BytesIO()
+    np.save(buf, np.asfortranarray(np.ones((2, 3), np.float32)))
+    files.append((buf.getvalue(), [""]))
+    for dtype, width in (("F16", 2), ("F32", 4), ("BF16", 2), ("I8", 1), ("U32", 4), ("F8_E4M3", 1)):
+        head = json.dumps({"__metadata__": {"k": "v"}, "t": {"dtype": dtype, "shape": [2, 3], "data_offsets": [0, 6 * width]},
+                           "u": {"dtype": dtype, "shape": [1], "data_offsets": [6 * width, 7 * width]}}).encode()
+        files.append((len(head).to_bytes(8, "little") + head + bytes(range(7 * width)), ["", "fp16", "bf16"]))
+    seeds = []
+    for body, declared in files:
+        tensor = "t" if not body.startswith(b"\x93NUMPY") else ""
+        for d in declared:
+            for confine in ("", "1"):
+                seeds.append(body + REF + f"\x00{tensor}\x00{d}\x00{confine}".encode())
+        seeds += [body + REF + f"{p}\x00{tensor}\x00\x001".encode() for p in REF_PATHS]
+    return seeds
 
 
 # ---- mutations ------------------------------------------------------------------------------

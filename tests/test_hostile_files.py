@@ -121,3 +121,56 @@ def test_check_weights_refuses_a_weight_file_linked_out_of_the_package(package, 
     result = miltext("check", "model.mil", "--weights", "m.mlpackage", cwd=tmp_path)
     assert result.returncode == 1
     assert "link out" in result.stdout + result.stderr
+
+
+# ---- textconv of special files, and text with a byte-order mark -----------------------------------
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "fifo.bin", "zero_link.mil"])
+def test_textconv_of_a_special_file_says_so_at_once(tmp_path, special):
+    """git runs textconv on whatever is tracked: a FIFO blocked for ever, /dev/zero filled memory."""
+    if special.startswith("fifo"):
+        os.mkfifo(tmp_path / special)
+    elif special == "zero_link.mil":
+        os.symlink("/dev/zero", tmp_path / special)
+    result = miltext("textconv", special, cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == ""
+    kind = "a pipe" if special.startswith("fifo") else "a device"
+    assert result.stdout == f"# miltext: not shown as MIL text ({kind}, not a regular file; " \
+                            "miltext reads only regular files)\n"
+
+
+BOM_TEXT = """\ufeffmain[CoreML7](%x: (1, 4, fp32)) {
+  block0() {
+    %y: (1, 4, fp32) = relu(x=%x,   name="y")
+    %z: (1, 4, fp32) = relu(x=%q, name="z")
+  } -> (%y)
+}
+"""
+
+
+def test_a_byte_order_mark_is_no_part_of_the_text(tmp_path):
+    (tmp_path / "m.mil").write_text(BOM_TEXT.replace("    %z: (1, 4, fp32) = relu(x=%q, name=\"z\")\n", ""),
+                                    encoding="utf-8")
+    (tmp_path / "bad.mil").write_text(BOM_TEXT, encoding="utf-8")
+    printed = miltext("print", "m.mil", cwd=tmp_path)
+    assert printed.returncode == 0 and printed.stdout.startswith("main[CoreML7](%x: (1, 4, fp32)) {\n")
+    checked = miltext("check", "bad.mil", cwd=tmp_path)       # positions count from after the mark
+    assert "bad.mil:4:31: error: %q is not defined" in checked.stdout
+    for command in (("build", "m.mil", "-o", "m.mlpackage"), ("infer", "m.mil"), ("run", "m.mil", "-i", "x=[[1, -2, 3, -4]]")):
+        result = miltext(*command, cwd=tmp_path)
+        assert result.returncode == 0, (command, result.stderr)
+    stdin = subprocess.run([sys.executable, "-m", "miltext.cli", "check", "-"], input=(tmp_path / "bad.mil").read_bytes(),
+                           capture_output=True, cwd=tmp_path, timeout=TIMEOUT)
+    assert b"<stdin>:4:31: error: %q is not defined" in stdin.stdout
+    import miltext as api
+    assert list(api.load(tmp_path / "m.mil").functions) == ["main"]
+
+
+def test_fmt_keeps_a_byte_order_mark(tmp_path):
+    path = tmp_path / "m.mil"
+    path.write_text(BOM_TEXT.replace("    %z: (1, 4, fp32) = relu(x=%q, name=\"z\")\n", ""), encoding="utf-8")
+    result = miltext("fmt", "m.mil", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbfmain[") and b'relu(x=%x, name="y")' in data
+    assert miltext("fmt", "--check", "m.mil", cwd=tmp_path).returncode == 0

@@ -193,3 +193,11 @@ def test_a_tensor_of_any_shape_is_read_in_bounded_slices(tmp_path, monkeypatch, 
     assert np.array_equal(np.concatenate(parts), values.reshape(-1))
     encoded = b"".join(weight_refs.encoded(ref.data, str(tmp_path), header, "fp16"))
     assert encoded == values.astype("<f2").tobytes()
+
+
+@pytest.mark.parametrize("order", ["<f8", ">f8"])
+def test_an_overflowing_cast_is_found_whatever_the_byte_order(tmp_path, order):
+    np.save(tmp_path / "w.npy", np.array([1.0, 1e300], order))
+    program = miltext.loads(const_text("(2, fp32)", 'npy("w.npy", from=fp64)'))
+    with pytest.raises(weight_refs.WeightRefError, match="beyond fp32's largest"):
+        miltext.run(program, {}, weights=str(tmp_path))

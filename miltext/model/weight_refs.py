@@ -214,7 +214,7 @@ def _converted(ref: WeightRef, flat: np.ndarray, dt) -> np.ndarray:
     """`flat` as dt.numpy: floats rounded, and checked, as integers are, to fit."""
     what = f"{ref.path}{' tensor ' + repr(ref.tensor) if ref.tensor else ''}"
     if dt.kind == "float":
-        wide = flat.astype(np.float64 if flat.dtype == np.float64 else np.float32, copy=False)
+        wide = flat.astype(np.float64 if flat.dtype.itemsize == 8 else np.float32, copy=False)
         largest = LARGEST.get(dt.name)
         if largest is not None and wide.size:
             peak = float(np.max(np.abs(wide), initial=0.0, where=np.isfinite(wide)))
