@@ -128,6 +128,82 @@ def target_lsp_analysis(data: bytes) -> None:
             pass
 
 
+# new names a rename is asked for: plain, in use, quoted, holding what ends a line elsewhere, words
+RENAME_NAMES = ["y", "x", "a_1", "%z", '%"q r"', "", "%", "tensor", "fp32", "block", "a\u2028b", "a\x85b", "a\x0cb",
+                "a\rb", "a\r\nb", 'a"b', "a\\b", "\U0001f600", "%\"", "a\nb", " ", "\x00"]
+
+
+def target_lsp_rename(data: bytes) -> None:
+    """The language server's references and rename at random places of a text (most on a name),
+    to random new names: no exception escapes; each reference's range spells the name; a rename
+    that is accepted gives a text that parses as the same program up to the rename (each use of
+    the renamed var, as MIL's scoping resolves it, and nothing else)."""
+    from miltext.lsp.analysis import Analysis
+    from miltext.lsp.source import BARE_NAME, VAR
+    from miltext.text.lexemes import var_name
+    if len(data) > 40_000:
+        return
+    text = data.decode("utf-8", errors="replace")
+    rng = random.Random(data)
+    a = Analysis(text)
+    names = [(n, m.start() + 1) for n, line in enumerate(a.source.lines) for m in (BARE_NAME if a.modelmil else VAR).finditer(line)]
+    places = rng.sample(names, min(4, len(names))) + [(rng.randrange(len(a.source.lines) + 2), rng.randrange(80)) for _ in range(2)]
+    in_use = sorted(a.index.names())
+    for pos in places:
+        for o in a.references(pos):
+            written = a.source.line(o.start[0])[o.start[1]:o.end[1]]
+            assert (written if a.modelmil else var_name(written)) == o.name, (written, o.name)
+        new = rng.choice(RENAME_NAMES + in_use[:20])
+        try:
+            edits = a.rename(pos, new)
+        except ValueError:
+            continue
+        if edits:
+            _check_rename(text, a, pos, edits)
+
+
+def _check_rename(text: str, a, pos: tuple, edits: list) -> None:
+    """The renamed text parses as the program of `text` with the renamed var's uses renamed."""
+    from miltext.errors import ParseError
+    from miltext.model.text import parse_model
+    from miltext.refs import resolve
+    from miltext.text.lexemes import var_name
+    try:
+        before = parse_model(text).program
+        miltext.dumps(before)
+    except (ParseError, ValueError):
+        return   # only a text that parses as a whole, and prints, has a program to compare
+    out = text
+    for (start, end), new_text in sorted(edits, key=lambda e: a.source.offset(e[0][0]), reverse=True):
+        out = out[:a.source.offset(start)] + new_text + out[a.source.offset(end):]
+    after = parse_model(out).program     # a ParseError here is a finding
+    decl = a.lookup(pos)[1]
+    new_name = new_text if a.modelmil else var_name(new_text)
+    loc = (decl.start[0] + 1, decl.start[1] + 1)
+    found = [v for fn in before.functions.values() for v in _vars(fn) if v.loc == loc and v.name == decl.name]
+    assert len(found) == 1, f"the renamed var is not at {loc} in the parse of the whole text"
+    for r in resolve(before).references:
+        if r.target is found[0]:
+            if r.op is not None:
+                r.op.inputs[r.key][r.index] = new_name
+            else:
+                r.block.outputs[r.index] = new_name
+    found[0].name = new_name
+    assert miltext.dumps(before) == miltext.dumps(after), "the renamed program is not the program renamed"
+
+
+def _vars(fn):
+    """Every var a function declares: its inputs, its blocks' inputs and its ops' outputs."""
+    yield from fn.inputs
+    stack = list(fn.blocks.values())
+    while stack:
+        block = stack.pop()
+        yield from block.inputs
+        for op in block.operations:
+            yield from op.outputs
+            stack.extend(op.blocks)
+
+
 REF = b"\x00--ref--\x00"
 # what a reference may name beside the weight file itself: hostile paths and special files
 REF_PATHS = ["../w.npy", "/dev/zero", "zero.npy", "fifo.npy", "sub/../w.npy", "/etc/passwd", "w.npy\x00x", ""]
@@ -288,7 +364,9 @@ GENERATED_SEEDS = {"run": run_seeds, "expect": expect_seeds}
 
 
 TARGETS = {"loads": target_loads, "proto_to_text": target_proto_to_text, "from_proto": target_from_proto,
-           "package": target_package, "lsp_transport": target_lsp_transport, "lsp_analysis": target_lsp_analysis,
+           "package": target_package, "run": target_run, "expect": target_expect,
+           "lsp_transport": target_lsp_transport, "lsp_analysis": target_lsp_analysis,
+           "lsp_rename": target_lsp_rename,
            "weight_refs": target_weight_refs}
 
 
@@ -311,9 +389,11 @@ def package_seed(path: str) -> bytes:
 
 
 def seeds(target: str) -> list[bytes]:
+    if target in GENERATED_SEEDS:
+        return GENERATED_SEEDS[target]()
     corpus = os.path.join(ROOT, "tests", "corpus")
     extra = _files(os.path.join(HERE, "seeds", target), ("",))
-    if target in ("loads", "lsp_analysis"):
+    if target in ("loads", "lsp_analysis", "lsp_rename"):
         found = _files(corpus, (".txt", ".mil")) + _files(os.path.join(ROOT, "examples"), (".mil",))
     elif target in ("proto_to_text", "from_proto"):
         found = _files(corpus, (".pb",))

@@ -13,6 +13,7 @@ import ast
 import sys
 
 from . import write_stdout
+from .check_cmd import add_confine_refs
 
 
 def add_arguments(p) -> None:
@@ -28,6 +29,12 @@ def add_arguments(p) -> None:
                    help="relative tolerance for --expect (by the output's dtype: fp32 1e-4, fp16 1e-3, bf16 1e-2)")
     p.add_argument("--atol", type=float, default=None,
                    help="absolute tolerance for --expect (by the output's dtype: fp32 1e-5, fp16 1e-3, bf16 1e-2)")
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="stop the run after this long (600; checked at every op and every loop pass)")
+    p.add_argument("--max-memory", type=_bytes, default=None, metavar="SIZE",
+                   help="refuse a tensor that would take the run past this (e.g. 4G; half the RAM, "
+                        "at most 16G); also bounds the inputs and the --expect arrays")
+    add_confine_refs(p)
 
 
 def run(args) -> int:
@@ -37,17 +44,23 @@ def run(args) -> int:
     from ..ir import StateType
     from ..model.io import read_model
     from ..interpreter import RunError
+    from ..model.weight_refs import WeightRefError
     from ..interpreter import run as run_program
     output = _claim_output(args)
     model = read_model(args.model)
     fn = model.program.functions.get(args.function)
-    given = dict(_named(spec) for spec in args.input)
+    from ..interpreter.limits import Limits
+    limits = Limits(max_memory=args.max_memory)         # for the files read here
+    given = dict(_named(spec, limits) for spec in args.input)
+    expected = _load_npz(args.expect, limits) if args.expect else None
     state_names = {v.name for v in fn.inputs if isinstance(v.type, StateType)} if fn is not None else set()
     inputs = {k: v for k, v in given.items() if k not in state_names}
     states = {k: np.asarray(v) for k, v in given.items() if k in state_names}
     try:
-        outputs = run_program(model.program, inputs, args.function, states, weights=model.folder)
-    except RunError as e:
+        outputs = run_program(model.program, inputs, args.function, states, weights=model.folder,
+                              confine_refs=args.confine_refs, timeout=args.timeout,
+                              max_memory=args.max_memory)
+    except (RunError, WeightRefError) as e:
         if e.loc is None:
             raise InputError(f"{args.model}: {e.message}") from None
         line = _line(model.text, e.loc[0])
@@ -55,16 +68,81 @@ def run(args) -> int:
         return 1
     if args.output:
         from ..files import write_atomic
-        import io
-        buf = io.BytesIO()
-        np.savez(buf, **outputs, **{f"state_{k}": v for k, v in states.items()})
-        write_atomic(output, buf.getvalue())
+        write_atomic(output, _npz(_arrays(outputs, states, args.model)))
     elif not args.expect:
-        write_stdout("".join(f"%{k}: {v.shape} {v.dtype}\n{np.array2string(v, threshold=50)}\n"
-                             for k, v in outputs.items()))
-    if args.expect:
-        return _compare(outputs, _load_npz(args.expect), args)
+        write_stdout("".join(f"%{k}: {_shown(v)}\n" for k, v in outputs.items()))
+    if expected is not None:
+        return _compare(outputs, expected, args)
     return 0
+
+
+def _seconds(text: str) -> float:
+    import argparse
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _bytes(text: str) -> int:
+    """A size: bytes, or a number with K, M, G or T (powers of 1024; a trailing B or iB is allowed)."""
+    import argparse
+    import re
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    value = int(float(found[1]) * _UNITS[found[2].upper()]) if found else 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size above 0 such as 512M, 4G or 1000000")
+    return value
+
+
+def _arrays(outputs: dict, states: dict, model: str) -> dict:
+    """What -o writes: each output, and each state as state_NAME; every one an array under a
+    name of its own."""
+    from ..errors import InputError
+    arrays = dict(outputs)
+    for name, value in states.items():
+        if f"state_{name}" in arrays:
+            raise InputError(f"{model}: output %state_{name} and state %{name} would both be "
+                             f"state_{name} in the .npz; rename one")
+        arrays[f"state_{name}"] = value
+    for name, value in arrays.items():
+        if not _is_array(value):
+            raise InputError(f"{model}: output %{name} is a {type(value).__name__}, which an .npz "
+                             "cannot hold (run without -o to see it)")
+    return arrays
+
+
+def _is_array(value) -> bool:
+    import numpy as np
+    return isinstance(value, np.ndarray) and not value.dtype.hasobject
+
+
+def _shown(value) -> str:
+    import numpy as np
+    if _is_array(value):
+        return f"{value.shape} {value.dtype}\n{np.array2string(value, threshold=50)}"
+    return f"{type(value).__name__}\n{value!r}"[:2000]
+
+
+def _npz(arrays: dict) -> bytes:
+    """An .npz of `arrays` under their own names, whatever they are (np.savez's keywords would
+    take `file` and `allow_pickle` for its own)."""
+    import io
+    import zipfile
+
+    import numpy as np
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        for name, value in arrays.items():
+            with z.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asarray(value), allow_pickle=False)
+    return buf.getvalue()
 
 
 def _claim_output(args) -> str | None:
@@ -76,42 +154,94 @@ def _claim_output(args) -> str | None:
     return claim_output(args.output, None, args.force, read)
 
 
-def _named(spec: str):
+def _named(spec: str, limits):
     from ..errors import InputError
     name, sep, value = spec.partition("=")
     if not sep or not name:
         raise InputError(f"--input {spec!r}: write NAME=FILE.npy or NAME=LITERAL")
     name = name.lstrip("%")
     if value.endswith(".npy"):
-        import numpy as np
-        from ..files import read_regular
         import io
+        from ..files import read_regular
         data = read_regular(value)     # a missing or unreadable file says so itself
         if not data.startswith(b"\x93NUMPY"):
             raise InputError(f"{value}: not a .npy file (it does not start with numpy's header)")
         try:
-            return name, np.load(io.BytesIO(data), allow_pickle=False)
-        except ValueError as e:
-            raise InputError(f"{value}: not a .npy file ({e})") from None
+            array = _npy(io.BytesIO(data), len(data), value, limits)
+        except InputError as e:      # `PATH: error: ...`: the path is no argument with_error sees
+            raise InputError(str(e).replace(f"{value}: ", f"{value}: error: ", 1)) from None
+        if array.dtype.kind not in "biuf":
+            raise InputError(f"{value}: holds {array.dtype} values, not numbers")
+        return name, array
     try:
-        return name, ast.literal_eval(value)
-    except (ValueError, SyntaxError):
+        literal = ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         raise InputError(f"--input {name}: {value!r} is neither a .npy file nor a literal such as [[1.0, 2.0]]") from None
+    return name, _literal_array(name, literal)
 
 
-def _load_npz(path: str) -> dict:
-    import io
-    import zipfile
-
+def _literal_array(name: str, literal):
+    """A literal as an array of numbers, or an InputError saying why it is none."""
     import numpy as np
 
     from ..errors import InputError
-    from ..files import read_regular
     try:
-        with np.load(io.BytesIO(read_regular(path)), allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except (ValueError, OSError, zipfile.BadZipFile) as e:
+        array = np.asarray(literal) if not isinstance(literal, (dict, set, str, bytes)) else None
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        array = None                    # ragged lists, numbers too big for any dtype
+    if array is None or array.dtype.kind not in "biuf":
+        raise InputError(f"--input {name}: {literal!r:.80} is not a tensor: write numbers (or True/False) "
+                         "in nested lists of equal lengths, such as [[1.0, 2.0]]")
+    return array
+
+
+def _npy(f, size: int, what: str, limits, held: int = 0):
+    """The array of the .npy `f` (`size` bytes), its header checked first against the bytes it
+    has and against --max-memory (a header may claim 10^12 elements in 144 bytes)."""
+    import numpy as np
+
+    from ..errors import InputError
+    from ..interpreter import RunError
+    from ..model.weight_headers import WeightFileProblem, _npy as npy_header
+    try:
+        header = npy_header(f, size)
+        limits.allow(header.shape, np.dtype(header.stored).itemsize, "the array", lambda: held)
+        f.seek(0)
+        return np.lib.format.read_array(f, allow_pickle=False)
+    except (WeightFileProblem, RunError) as e:
+        raise InputError(f"{what}: {e.message}") from None
+    except (ValueError, OSError, EOFError, TypeError) as e:
+        raise InputError(f"{what}: not a .npy file ({e})") from None
+
+
+NPZ_PROBLEMS = (ValueError, OSError, EOFError, NotImplementedError, RuntimeError, KeyError, OverflowError)
+
+
+def _load_npz(path: str, limits) -> dict:
+    """The arrays of an .npz reference, each member's header checked before it is read."""
+    import io
+    import zipfile
+    import zlib
+
+    from ..errors import InputError
+    from ..files import read_regular
+    arrays, held = {}, 0
+    try:
+        with zipfile.ZipFile(io.BytesIO(read_regular(path))) as z:
+            for info in z.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise InputError(f"{path}: not an .npz file ({info.filename!r} is no .npy array)")
+                with z.open(info) as f:
+                    array = _npy(f, info.file_size, f"{path}: {info.filename}", limits, held)
+                if not _is_array(array) or array.dtype.kind not in "biufc":
+                    raise InputError(f"{path}: {info.filename} holds {array.dtype} values, not numbers")
+                arrays[info.filename[:-len(".npy")]] = array
+                held += array.nbytes
+    except InputError:      # already said in full (an InputError is a ValueError too)
+        raise
+    except (zipfile.BadZipFile, zlib.error, *NPZ_PROBLEMS) as e:
         raise InputError(f"{path}: not an .npz file ({e})") from None
+    return arrays
 
 
 # --expect's (rtol, atol) by the output's dtype when the command line gives none: a few units in
@@ -126,6 +256,9 @@ def _tolerance(output, args) -> tuple[float, float]:
 
 
 def _compare(outputs: dict, expected: dict, args) -> int:
+    """Each output against the reference of its name: equal values match (infinities of the
+    same sign too), a NaN matches a NaN, others must be within atol + rtol * |expected|;
+    complex references are compared as complex numbers."""
     import numpy as np
     missing = sorted(set(expected) - set(outputs) - {k for k in expected if k.startswith("state_")})
     if missing:
@@ -134,14 +267,22 @@ def _compare(outputs: dict, expected: dict, args) -> int:
         return 1
     failed = 0
     for name in sorted(set(expected) & set(outputs)):
+        if not _is_array(outputs[name]):
+            print(f"%{name}: error: a {type(outputs[name]).__name__}, not an array to compare", file=sys.stderr)
+            failed += 1
+            continue
         rtol, atol = _tolerance(outputs[name], args)
-        got, want = np.asarray(outputs[name], np.float64), np.asarray(expected[name], np.float64)
+        kind = np.complex128 if expected[name].dtype.kind == "c" else np.float64
+        got, want = np.asarray(outputs[name], kind), np.asarray(expected[name], kind)
         if got.shape != want.shape:
             print(f"%{name}: error: shape {got.shape}, expected {want.shape}", file=sys.stderr)
             failed += 1
             continue
-        err = np.abs(got - want)
-        bad = ~(err <= atol + rtol * np.abs(want)) & ~(np.isnan(got) & np.isnan(want))
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.abs(got - want)
+            same = (got == want) | (np.isnan(got) & np.isnan(want))
+            err = np.where(same, 0.0, np.where(np.isnan(err), np.inf, err))
+            bad = ~same & ~(np.isfinite(err) & (err <= atol + rtol * np.abs(want)))
         if bad.any():
             where = np.unravel_index(np.argmax(np.where(bad, err, -1)), got.shape)
             print(f"%{name}: error: {int(bad.sum())} of {got.size} elements outside rtol={rtol:g} "

@@ -14,13 +14,17 @@ from .errors import RunError
 
 
 def run(program, inputs: dict, function: str = "main", states: dict | None = None,
-        weights: str | None = None, confine_refs: bool = False) -> dict:
+        weights: str | None = None, timeout: float | None = None, max_memory: int | None = None,
+        confine_refs: bool = False) -> dict:
     """The outputs of `function` of `program` (name -> numpy array) for `inputs` (name -> array);
     `states` (name -> array) are a stateful model's states, updated in place by write_state;
-    `weights` is the folder blob references are relative to (`@model_path`); `confine_refs`
-    refuses weight references that lead out of it."""
+    `weights` is the folder blob references are relative to (`@model_path`). The run stops
+    with a RunError after `timeout` seconds and before any tensor that would take it past
+    `max_memory` bytes (None: the defaults of limits.py). `confine_refs` refuses weight
+    references that lead out of `weights`."""
     from .evaluator import Evaluator
-    return Evaluator(program, weights, confine_refs).run(function, inputs, states)
+    from .limits import Limits
+    return Evaluator(program, weights, Limits(timeout, max_memory), confine_refs).run(function, inputs, states)
 
 
 __all__ = ["run", "RunError"]

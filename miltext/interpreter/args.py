@@ -88,6 +88,13 @@ class Args:
         except KeyError:
             return None
 
+    def allow(self, shape, dtype=np.float64, what: str = "a tensor") -> None:
+        """RunError unless a tensor of `shape` and `dtype` (or itemsize) fits in --max-memory with
+        the values the run holds: kernels call it before allocating a size the inputs decide."""
+        itemsize = dtype if isinstance(dtype, int) else np.dtype(dtype).itemsize
+        from .evaluator import held
+        self.evaluator.limits.allow(shape, itemsize, what, lambda: held(self.env))
+
     def block(self, index: int, bound: list) -> list:
         """Nested block `index` evaluated with its inputs bound to `bound`; its outputs."""
         inner = self.op.blocks[index]

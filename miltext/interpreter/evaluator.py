@@ -2,6 +2,8 @@
 blocks (cond, while_loop) evaluated in a scope of their own that sees the outer one."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes
@@ -9,14 +11,17 @@ from ..errors import InputError
 from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, WeightRef
 from .args import Args
 from .errors import RunError
+from .limits import Limits, size_text
 from .registry import find
 
 
 class Evaluator:
-    def __init__(self, program, weights: str | None = None, confine_refs: bool = False):
+    def __init__(self, program, weights: str | None = None, limits: Limits | None = None,
+                 confine_refs: bool = False):
         self.program = program
         self.weights_folder = weights
         self.confine_refs = confine_refs     # weight references may not lead out of `weights`
+        self.limits = limits if limits is not None else Limits()
         self._weights = None
         self._last_uses = {}
         _complete_types(program)
@@ -88,17 +93,28 @@ class Evaluator:
         kernel = find(op.type)
         if kernel is None:
             raise RunError(f"miltext run has no kernel for {op.type} (docs/run.md lists the ops it runs)", op.loc)
+        self.limits.check_time(op)
         args = Args(self, op, env, opset)
         try:
-            result = kernel(args)
+            for var in op.outputs:       # what the text declares, checked before the kernel runs
+                t = var.type.wrapped if isinstance(var.type, StateType) else var.type
+                if isinstance(t, TensorType) and t.is_static:
+                    itemsize = np.dtype(_numpy_dtype(t) or np.float64).itemsize
+                    args.allow(t.shape, itemsize, f"output %{var.name}")
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)    # NaN and inf are answers here
+                result = kernel(args)
         except RunError as e:
             if e.loc is None and op.loc is not None:
                 raise RunError(f"{op.type}: {e.message}", op.loc) from None
             raise
         except InputError:
             raise                      # a weight file it could not read: located already
-        except (ValueError, IndexError, TypeError, KeyError) as e:
+        except (ValueError, IndexError, TypeError, KeyError, ArithmeticError) as e:
             raise RunError(f"{op.type} cannot run on these inputs: {e}", op.loc) from None
+        except MemoryError:            # a size no kernel checked: a bug of ours, still said plainly
+            raise RunError(f"{op.type} ran out of memory (--max-memory is "
+                           f"{size_text(self.limits.max_memory)})", op.loc) from None
         results = list(result) if isinstance(result, tuple) else [result]
         if len(results) != len(op.outputs):
             raise RunError(f"{op.type} gave {len(results)} output(s), the op names {len(op.outputs)}", op.loc)
@@ -135,7 +151,32 @@ class Evaluator:
         dtype (a `from=` cast is the text's own)."""
         from ..model import weight_refs
         header = weight_refs.check(ref, vtype, self.weights_folder, self.confine_refs)
+        self.limits.allow(header.shape, 8, f"the tensor {ref.path} names")    # read, then cast: 8 bytes at most
         return weight_refs.tensor(ref, vtype, self.weights_folder, header, self.confine_refs)
+
+
+def held(env) -> int:
+    """The bytes of the values `env` (and the scopes it sits in) keeps, each buffer once."""
+    seen, total = set(), 0
+    stack = []
+    scope = env
+    while scope is not None:
+        stack.extend(dict.values(scope))
+        scope = getattr(scope, "outer", None)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, np.ndarray):
+            root = v
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            if id(root) not in seen:
+                seen.add(id(root))
+                total += root.nbytes
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    return total
 
 
 class _StateRef:
@@ -158,10 +199,14 @@ def _numpy_dtype(t):
 
 
 def _as_input(var, value):
-    array = np.asarray(value)
-    want = _numpy_dtype(var.type)
-    if want is not None and array.dtype != want:
-        array = array.astype(want)
+    try:
+        array = np.asarray(value)
+        want = _numpy_dtype(var.type)
+        if want is not None and array.dtype != want:
+            with np.errstate(all="ignore"):
+                array = array.astype(want)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise RunError(f"input %{var.name} is not a tensor of numbers ({e})", var.loc) from None
     t = var.type
     if isinstance(t, TensorType) and t.rank is None and len(t.shape) != array.ndim:
         raise RunError(f"input %{var.name} has rank {array.ndim}, the function takes rank {len(t.shape)}", var.loc)
@@ -179,7 +224,8 @@ def _as_declared(vtype, value):
     want = _numpy_dtype(vtype)
     array = np.asarray(value)
     if want is not None and array.dtype != want:
-        array = array.astype(want)
+        with np.errstate(all="ignore"):      # fp16 overflow is inf, as Core ML gives
+            array = array.astype(want)
     return array
 
 

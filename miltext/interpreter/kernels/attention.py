@@ -13,6 +13,7 @@ from .linalg import wide
 def scaled_dot_product_attention(a):
     q = np.asarray(a("query"))
     k, v = wide(a("key")), wide(a("value"))
+    a.allow(np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + k.shape[-2:-1], 4, "the attention scores")
     scores = wide(q) @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
     mask = a("attn_mask", None)
     if mask is not None:

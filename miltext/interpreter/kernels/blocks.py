@@ -45,6 +45,7 @@ kernel("pixel_unshuffle")(lambda a: _to_depth(_x4(a), a.scalar("downscale_factor
 def space_to_batch(a):
     x = _x4(a)
     (bh, bw), p = a.ints("block_shape"), a.ints("paddings")
+    a.allow(x.shape[:2] + (x.shape[2] + p[0] + p[1], x.shape[3] + p[2] + p[3]), x.dtype)
     x = np.pad(x, [(0, 0), (0, 0), (p[0], p[1]), (p[2], p[3])])
     n, c, h, w = x.shape
     if h % bh or w % bw:

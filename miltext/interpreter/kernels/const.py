@@ -52,6 +52,8 @@ def sparse_blockwise_shift_scale(a):
 @kernel("constexpr_affine_dequantize")
 def affine_dequantize(a):
     q = np.asarray(a("quantized_data"))
+    if q.ndim == 0:
+        raise RunError("quantized_data is a scalar: it needs an axis for its scale and zero point")
     axis = a.scalar("axis") % q.ndim
     shape = [1] * q.ndim
     zero, scale = np.asarray(a("zero_point")), np.asarray(a("scale"))
@@ -75,7 +77,10 @@ def lut_to_dense(a):
     indices = np.asarray(a("indices"))
     if a.has("shape"):   # iOS16: one table, indices packed in bytes, least significant bits first
         shape = a.ints("shape")
+        a.allow(shape, max(lut.itemsize, 8))
         count = int(np.prod(shape))
+        if lut.size == 0 or lut.size & (lut.size - 1):
+            raise RunError(f"a palette of {lut.size} values: its size must be a power of two")
         bits = int(np.log2(lut.size))
         unpacked = np.unpackbits(indices.astype(np.uint8), bitorder="little")[:count * bits]
         idx = (unpacked.reshape(count, bits) << np.arange(bits)).sum(axis=1)
@@ -105,6 +110,7 @@ def sparse_to_dense(a):
     mask = np.asarray(a("mask"))
     if a.has("shape"):   # iOS16: the mask packed in bytes
         shape = a.ints("shape")
+        a.allow(shape, max(values.itemsize, 1))
         mask = np.unpackbits(mask.astype(np.uint8), bitorder="little")[:int(np.prod(shape))].reshape(shape)
     out = np.zeros(mask.shape, values.dtype)
     out[mask.astype(bool)] = values.reshape(-1)

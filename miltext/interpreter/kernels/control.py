@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import RunError
 from ..registry import kernel
 
-MAX_ITERATIONS = 10_000_000   # a loop that never ends is an error, not a hang
+MAX_ITERATIONS = 10_000_000   # a loop that never ends is an error, not a hang (--timeout bounds time)
 
 
 @kernel("cond")
@@ -20,9 +20,16 @@ def cond(a):
 @kernel("while_loop")
 def while_loop(a):
     values = a.many("loop_vars")
-    for _ in range(MAX_ITERATIONS):
-        (go,) = a.block(0, values)
-        if not bool(np.asarray(go).reshape(-1)[0]):
-            return tuple(values) if len(values) != 1 else values[0]
-        values = a.block(1, values)
-    raise RunError(f"while_loop ran {MAX_ITERATIONS} times without ending")
+    limits = a.evaluator.limits
+    passes = [0]
+    limits.loops.append((a.op, passes))     # a timeout inside names the innermost loop running
+    try:
+        for passes[0] in range(MAX_ITERATIONS):
+            limits.check_time(a.op)
+            (go,) = a.block(0, values)
+            if not bool(np.asarray(go).reshape(-1)[0]):
+                return tuple(values) if len(values) != 1 else values[0]
+            values = a.block(1, values)
+    finally:
+        limits.loops.pop()
+    raise RunError(f"while_loop ran {MAX_ITERATIONS:,} times without ending")

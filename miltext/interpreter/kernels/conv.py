@@ -98,7 +98,10 @@ def _conv(a, weight):
     strides = a.ints("strides", None) or [1] * n
     dilations = a.ints("dilations", None) or [1] * n
     groups = a.scalar("groups", 1)
-    padded = np.pad(wide(x), [(0, 0), (0, 0)] + pads(a, x.shape[2:], kernel_shape, strides, dilations))
+    around = pads(a, x.shape[2:], kernel_shape, strides, dilations)
+    a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
+    padded = np.pad(wide(x), [(0, 0), (0, 0)] + around)
+    a.allow(windows(padded, kernel_shape, strides, dilations).shape[:2 + n], 8, "the output")
     y = correlate(padded, weight, strides, dilations, groups)
     bias = a("bias", None)
     if bias is not None:
@@ -118,9 +121,12 @@ def conv_transpose(a):
     # A transposed convolution is a convolution of the input dilated by the strides, padded by
     # (k - 1) * d, with the kernel flipped and its in/out channels swapped.
     dilated_shape = x.shape[:2] + tuple((s - 1) * st + 1 for s, st in zip(x.shape[2:], strides))
+    full = [((k - 1) * d, (k - 1) * d) for k, d in zip(kernel_shape, dilations)]
+    padded_shape = dilated_shape[:2] + tuple(n + b + e for n, (b, e) in zip(dilated_shape[2:], full))
+    a.allow(padded_shape, 4, "the input dilated by the strides")
+    a.allow((x.shape[0], weight.shape[1] * groups) + padded_shape[2:], 8, "the output")
     dilated = np.zeros(dilated_shape, np.float32)
     dilated[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in strides)] = wide(x)
-    full = [((k - 1) * d, (k - 1) * d) for k, d in zip(kernel_shape, dilations)]
     padded = np.pad(dilated, [(0, 0), (0, 0)] + full)
     c_in = x.shape[1]
     per_in = c_in // groups

@@ -48,6 +48,7 @@ def non_maximum_suppression(a):
     floor = -np.inf if late else float(a.scalar("score_threshold"))
     max_boxes, per_class = int(a.scalar("max_boxes")), bool(a.scalar("per_class_suppression", False))
     n, _, k = scores.shape
+    a.allow((n, max_boxes, 4 + k + 1), 8)
     out_boxes = np.zeros((n, max_boxes, 4), boxes.dtype)
     out_scores = np.zeros((n, max_boxes, k), scores.dtype)
     indices = np.full((n, max_boxes), -1, np.int32)

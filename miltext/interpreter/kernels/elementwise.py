@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..errors import RunError
 from ..registry import kernel
 
 _BINARY = {
@@ -16,9 +17,16 @@ _BINARY = {
 }
 
 
+def operands(a, *keys):
+    """The inputs `keys` as arrays, once their broadcast result is known to fit in --max-memory."""
+    values = [np.asarray(a(k)) for k in keys]
+    a.allow(np.broadcast_shapes(*(v.shape for v in values)), max(8, *(v.itemsize for v in values)))
+    return values
+
+
 def _binary(fn):
     def run(a):
-        x, y = np.asarray(a("x")), np.asarray(a("y"))
+        x, y = operands(a, "x", "y")
         with np.errstate(all="ignore"):
             return fn(x, y)
     return run
@@ -30,7 +38,7 @@ for _name, _fn in _BINARY.items():
 
 @kernel("real_div")
 def real_div(a):
-    x, y = np.asarray(a("x")), np.asarray(a("y"))
+    x, y = operands(a, "x", "y")
     with np.errstate(all="ignore"):
         out = np.true_divide(x, y)
     return out if x.dtype.kind == "f" else out.astype(a.out_dtype() or out.dtype)
@@ -38,21 +46,21 @@ def real_div(a):
 
 @kernel("floor_div")
 def floor_div(a):
-    x, y = np.asarray(a("x")), np.asarray(a("y"))
+    x, y = operands(a, "x", "y")
     with np.errstate(all="ignore"):
         return np.floor_divide(x, y)
 
 
 @kernel("mod")
 def mod(a):
-    x, y = np.asarray(a("x")), np.asarray(a("y"))
+    x, y = operands(a, "x", "y")
     with np.errstate(all="ignore"):
         return np.mod(x, y)
 
 
 @kernel("pow")
 def power(a):
-    x, y = np.asarray(a("x")), np.asarray(a("y"))
+    x, y = operands(a, "x", "y")
     with np.errstate(all="ignore"):
         return np.power(x, y)
 
@@ -116,12 +124,19 @@ def clip(a):
 @kernel("threshold")
 def threshold(a):
     x = np.asarray(a("x"))
-    return np.maximum(x, np.asarray(a.scalar("alpha"), x.dtype))
+    alpha = a.scalar("alpha")
+    if x.dtype.kind in "iu":    # max(x, alpha) truncated is max(x, alpha truncated), held in range
+        if alpha != alpha:
+            raise RunError("alpha is NaN, which no integer can be compared with")
+        info = np.iinfo(x.dtype)
+        alpha = info.max if alpha >= info.max else info.min if alpha <= info.min else int(alpha)
+    return np.maximum(x, np.asarray(alpha, x.dtype))
 
 
 @kernel("select")
 def select(a):
-    return np.where(np.asarray(a("cond")).astype(bool), a("a"), a("b"))
+    cond, x, y = operands(a, "cond", "a", "b")
+    return np.where(cond.astype(bool), x, y)
 
 
 @kernel("cast")

@@ -18,6 +18,7 @@ def gather(a):
     batch_dims = a.scalar("batch_dims", 0)
     idx = _indices(a)
     idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    a.allow(x.shape[:axis] + idx.shape[batch_dims:] + x.shape[axis + 1:], x.dtype)
     if batch_dims == 0:
         return np.take(x, idx, axis=axis)
     out = [np.take(xi, ii, axis=axis - batch_dims) for xi, ii in zip(x.reshape((-1,) + x.shape[batch_dims:]),
@@ -130,6 +131,7 @@ def argsort(a):
 def one_hot(a):
     idx = _indices(a, "indices")
     depth, axis = a.scalar("one_hot_vector_size"), a.scalar("axis", -1)
+    a.allow(idx.shape + (depth,), 8)
     on, off = a.scalar("on_value", 1), a.scalar("off_value", 0)
     out = np.where(np.arange(depth) == idx[..., None], on, off)
     return np.moveaxis(out, -1, axis)

@@ -1,6 +1,8 @@
 """Shapes and layouts: reshape, transpose, concat, split, slicing, padding, tiling and friends."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import RunError
@@ -53,10 +55,17 @@ def squeeze(a):
     return np.squeeze(x) if axes is None else np.squeeze(x, axis=tuple(ax % x.ndim for ax in axes))
 
 
+def _joined(a, values):
+    """RunError unless the values joined in one tensor fit in --max-memory (a text can name
+    one big value many times)."""
+    a.allow([sum(v.size for v in values)], max((v.itemsize for v in values), default=1))
+    return values
+
+
 @kernel("concat")
 def concat(a):
     # rank-0 values join as one element each (the shape arithmetic of converted transformers)
-    values = [np.asarray(v).reshape(1) if np.ndim(v) == 0 else np.asarray(v) for v in a.many("values")]
+    values = _joined(a, [np.asarray(v).reshape(1) if np.ndim(v) == 0 else np.asarray(v) for v in a.many("values")])
     axis = a.scalar("axis")
     if a.scalar("interleave", False):
         n = len(values)
@@ -69,7 +78,7 @@ def concat(a):
 
 @kernel("stack")
 def stack(a):
-    return np.stack([np.asarray(v) for v in a.many("values")], axis=a.scalar("axis"))
+    return np.stack(_joined(a, [np.asarray(v) for v in a.many("values")]), axis=a.scalar("axis"))
 
 
 @kernel("split")
@@ -119,6 +128,7 @@ def pad(a):
     x = _x(a)
     p = a.ints("pad")
     pairs = [(0, 0)] * (x.ndim - len(p) // 2) + [(p[2 * i], p[2 * i + 1]) for i in range(len(p) // 2)]
+    a.allow([n + before + after for n, (before, after) in zip(x.shape, pairs)], x.dtype)
     mode = str(a.scalar("mode", "constant"))
     if mode == "constant":
         return np.pad(x, pairs, constant_values=a.scalar("constant_val", 0.0))
@@ -129,7 +139,11 @@ def pad(a):
 
 @kernel("tile")
 def tile(a):
-    return np.tile(_x(a), a.ints("reps"))
+    x, reps = _x(a), a.ints("reps")
+    rank = max(x.ndim, len(reps))     # np.tile's rule: the shorter one gets leading ones
+    dims = [1] * (rank - x.ndim) + list(x.shape)
+    a.allow([n * r for n, r in zip(dims, [1] * (rank - len(reps)) + reps)], x.dtype)
+    return np.tile(x, reps)
 
 
 @kernel("shape")
@@ -139,7 +153,9 @@ def shape(a):
 
 @kernel("fill")
 def fill(a):
-    return np.full(a.ints("shape"), a.scalar("value", 0.0))
+    shape, dtype = a.ints("shape"), a.out_dtype() or np.float32
+    a.allow(shape, dtype)
+    return np.full(shape, a.scalar("value", 0.0), dtype)
 
 
 @kernel("fill_like")
@@ -149,7 +165,14 @@ def fill_like(a):
 
 @kernel("range_1d")
 def range_1d(a):
-    return np.arange(a.scalar("start"), a.scalar("end"), a.scalar("step"))
+    start, end, step = a.scalar("start"), a.scalar("end"), a.scalar("step")
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise RunError(f"start, end and step must be finite numbers, not {start}, {end}, {step}")
+    if step == 0:
+        raise RunError("step must not be 0")
+    count = max(math.ceil((end - start) / step), 0)
+    a.allow([count], 8)
+    return np.arange(start, end, step)
 
 
 @kernel("flatten2d")
@@ -184,6 +207,7 @@ def sliding_windows(a):
     x = _x(a)
     axis, size, stride = a.scalar("axis") % max(x.ndim, 1), a.scalar("size"), a.scalar("stride", 1)
     win = np.lib.stride_tricks.sliding_window_view(x, size, axis=axis)
+    a.allow(win.shape[:axis] + (-(-win.shape[axis] // stride),) + win.shape[axis + 1:], x.dtype)
     win = np.take(win, np.arange(0, win.shape[axis], stride), axis=axis)
     return np.moveaxis(win, -1, axis + 1)
 

@@ -12,6 +12,7 @@ def make_list(a):
     n = a.scalar("init_length", 1)
     shape = a.ints("elem_shape", None)
     dtype = dtypes.by_name(str(a.scalar("dtype", "fp32"))).numpy
+    a.allow([n] + list(shape or ()), dtype)
     return [np.zeros(shape or (), dtype) for _ in range(n)]
 
 
@@ -24,6 +25,7 @@ def list_length(a):
 def list_write(a):
     ls = list(a("ls"))
     index = a.scalar("index")
+    a.allow([index + 1] + list(np.shape(ls[0]) if ls else ()), np.asarray(a("value")).dtype)
     while len(ls) <= index:
         ls.append(np.zeros_like(ls[0]) if ls else None)
     ls[index] = np.asarray(a("value"))
@@ -44,7 +46,9 @@ def list_gather(a):
 @kernel("list_scatter")
 def list_scatter(a):
     ls = list(a("ls"))
-    for i, v in zip(a.ints("indices"), np.asarray(a("value"))):
+    value = np.asarray(a("value"))
+    a.allow([max(a.ints("indices"), default=0) + 1] + list(value.shape[1:]), value.dtype)
+    for i, v in zip(a.ints("indices"), value):
         while len(ls) <= i:
             ls.append(np.zeros_like(v))
         ls[i] = v

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import RunError
 from ..registry import kernel
 from .linalg import wide
 
@@ -42,6 +43,8 @@ def instance_norm(a):
 def layer_norm(a):
     x = np.asarray(a("x"))
     axes = a.ints("axes", None)
+    if axes and not all(-x.ndim <= ax < x.ndim for ax in axes):
+        raise RunError(f"axes {axes} are not all axes of x, which has rank {x.ndim}")
     axes = tuple(range(x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
     xf = wide(x)
     y = (xf - xf.mean(axis=axes, keepdims=True)) / np.sqrt(xf.var(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-5))
@@ -71,10 +74,16 @@ def l2_norm(a):
 def local_response_norm(a):
     """x / (k + alpha / size * the sum of squares over `size` neighbouring channels) ** beta."""
     x = np.asarray(a("x"))
-    size = a.scalar("size")
+    size = int(a.scalar("size"))
+    if size < 1 or x.ndim < 2:
+        raise RunError(f"needs a size of 1 or more and x of rank 2 or more, not size {size} on rank {x.ndim}")
     alpha, beta, k = a.scalar("alpha", 1e-4), a.scalar("beta", 0.75), a.scalar("k", 1.0)
-    sq = wide(x) ** 2
+    # channel c sums channels c - half .. c + size - 1 - half (those that exist): a difference
+    # of running sums, so neither memory nor time grows with size
     half = (size - 1) // 2
-    padded = np.pad(sq, [(0, 0), (half, size - 1 - half)] + [(0, 0)] * (x.ndim - 2))
-    total = sum(padded[:, i:i + x.shape[1]] for i in range(size))
+    channels = x.shape[1]
+    running = np.cumsum(x.astype(np.float64) ** 2, axis=1)
+    running = np.concatenate([np.zeros_like(running[:, :1]), running], axis=1)
+    c = np.arange(channels)
+    total = running[:, np.minimum(c + size - half, channels)] - running[:, np.maximum(c - half, 0)]
     return (wide(x) / (k + alpha / size * total) ** beta).astype(x.dtype)

@@ -33,9 +33,11 @@ def _layout(a, x):
     return kernel_shape, strides, declared, extra
 
 
-def _windows(x, kernel_shape, strides, declared, extra, pad_value):
+def _windows(a, x, kernel_shape, strides, declared, extra, pad_value):
     """(N, C, *out, *k) windows over x padded as declared, then by the ceil-mode extra."""
     spatial = [(b, e + x_) for (b, e), x_ in zip(declared, extra)]
+    a.allow(x.shape[:x.ndim - len(spatial)] + tuple(n + b + e for n, (b, e) in zip(x.shape[x.ndim - len(spatial):], spatial)),
+            8, "the padded input")
     padded = np.pad(x, [(0, 0)] * (x.ndim - len(spatial)) + spatial, constant_values=pad_value)
     return windows(padded, kernel_shape, strides, [1] * len(kernel_shape))
 
@@ -44,7 +46,7 @@ def _windows(x, kernel_shape, strides, declared, extra, pad_value):
 def max_pool(a):
     x = np.asarray(a("x"))
     layout = _layout(a, x)
-    win = _windows(wide(x), *layout, -np.inf)
+    win = _windows(a, wide(x), *layout, -np.inf)
     return win.max(axis=tuple(range(win.ndim - len(layout[0]), win.ndim))).astype(x.dtype)
 
 
@@ -53,12 +55,12 @@ def avg_pool(a):
     x = np.asarray(a("x"))
     kernel_shape, strides, declared, extra = layout = _layout(a, x)
     axes = tuple(range(x.ndim, x.ndim + len(kernel_shape)))
-    total = _windows(wide(x), *layout, 0.0).sum(axis=axes)
+    total = _windows(a, wide(x), *layout, 0.0).sum(axis=axes)
     # The divisor counts the input, and the declared padding unless excluded; never the
     # ceil-mode extra past the padding's end.
     inside = np.pad(np.ones((1, 1) + x.shape[2:], np.float32), [(0, 0), (0, 0)] + declared,
                     constant_values=0.0 if a.scalar("exclude_padding_from_average", False) else 1.0)
-    counts = _windows(inside, kernel_shape, strides, [(0, 0)] * len(declared), extra, 0.0).sum(axis=axes)
+    counts = _windows(a, inside, kernel_shape, strides, [(0, 0)] * len(declared), extra, 0.0).sum(axis=axes)
     return (total / counts).astype(x.dtype)
 
 
@@ -66,5 +68,5 @@ def avg_pool(a):
 def l2_pool(a):
     x = np.asarray(a("x"))
     layout = _layout(a, x)
-    win = _windows(wide(x), *layout, 0.0)
+    win = _windows(a, wide(x), *layout, 0.0)
     return np.sqrt((win * win).sum(axis=tuple(range(win.ndim - len(layout[0]), win.ndim)))).astype(x.dtype)

@@ -36,8 +36,15 @@ def _linear(x, axis: int, coords: np.ndarray):
     return np.take(x, lo, axis=axis) * (1 - frac) + np.take(x, hi, axis=axis) * frac
 
 
+def _resized(a, x, sizes):
+    """RunError unless x with its last len(sizes) dims resized to `sizes` fits in --max-memory
+    (computed in fp64 at most)."""
+    a.allow(x.shape[:x.ndim - len(sizes)] + tuple(int(n) for n in sizes), 8)
+
+
 def _bilinear(a, sizes, rule, scales=(None, None)):
     x = np.asarray(a("x"))
+    _resized(a, x, sizes)
     y = wide(x)
     for axis, out, scale in zip((-2, -1), sizes, scales):
         y = _linear(y, axis, _source(out, x.shape[axis], rule, scale))
@@ -78,13 +85,16 @@ def _nearest(x, sizes, scales):
 def upsample_nearest_neighbor(a):
     x = np.asarray(a("x"))
     sh, sw = float(a.scalar("scale_factor_height", 1)), float(a.scalar("scale_factor_width", 1))
-    return _nearest(x, (int(x.shape[-2] * sh), int(x.shape[-1] * sw)), (sh, sw))
+    sizes = (int(x.shape[-2] * sh), int(x.shape[-1] * sw))
+    _resized(a, x, sizes)
+    return _nearest(x, sizes, (sh, sw))
 
 
 @kernel("resize_nearest_neighbor")
 def resize_nearest_neighbor(a):
     x = np.asarray(a("x"))
     h, w = a.scalar("target_size_height"), a.scalar("target_size_width")
+    _resized(a, x, (h, w))
     return _nearest(x, (h, w), (h / x.shape[-2], w / x.shape[-1]))
 
 
@@ -105,6 +115,7 @@ def resize(a):
         raise RunError(f"resize runs NEAREST_NEIGHBOR with sampling_mode DEFAULT, not {mode!r} yet")
     if not 0 <= count <= min(len(shape), x.ndim):
         raise RunError(f"resized_dims {count} is more than shape's {len(shape)} sizes or x's rank {x.ndim}")
+    _resized(a, x, [shape[len(shape) - count + i] or x.shape[x.ndim - count + i] for i in range(count)])
     y = wide(x) if interpolation == "LINEAR" else x
     for i in range(count):
         axis = x.ndim - count + i
@@ -194,6 +205,7 @@ def affine(a):
     x = np.asarray(a("x"))
     theta = np.asarray(a("transform_matrix"), np.float64).reshape(-1, 2, 3)
     h2, w2 = int(a.scalar("output_height")), int(a.scalar("output_width"))
+    a.allow((max(x.shape[0], theta.shape[0]), max(x.shape[1], 2), h2, w2), 8)
     align = bool(a.scalar("align_corners"))
 
     def axis(n):   # the output's pixel centers in [-1, 1] (its corners' centers when aligned)
@@ -278,6 +290,7 @@ def crop_resize(a):
         else:
             pairs, lead = [(b, r) for r in roi for b in range(x.shape[0])], (len(roi), x.shape[0])
     if not pairs:
+        a.allow(lead + (x.shape[1], a.scalar("target_height", 1), a.scalar("target_width", 1)), x.dtype)
         return np.zeros(lead + (x.shape[1], a.scalar("target_height", 1), a.scalar("target_width", 1)), x.dtype)
     corners = np.stack(_box_corners(np.stack([p[1] for p in pairs]), str(a.scalar("box_coordinate_mode", "CORNERS_HEIGHT_FIRST"))), 1)
     if a.scalar("normalized_coordinates", False):
@@ -285,6 +298,7 @@ def crop_resize(a):
     corners = corners * a.scalar("spatial_scale", 1.0)
     pad_value = a.scalar("pad_value", 0.0)
     h, w = a.scalar("target_height", 1), a.scalar("target_width", 1)
+    a.allow((len(pairs), x.shape[1], h, w), 8)
     patches = [_sample(x[int(i)], _box_grid(c[0], c[2], h, mode), _box_grid(c[1], c[3], w, mode), pad_value)
                for (i, _), c in zip(pairs, corners)]
     return np.stack(patches).reshape(lead + patches[0].shape)

@@ -17,19 +17,26 @@ def _dtype(a):
     return a.out_dtype() or np.float32
 
 
+def _shape(a):
+    """The shape input, once a draw of it (fp64 before the cast) fits in --max-memory."""
+    shape = a.ints("shape")
+    a.allow(shape, 8)
+    return shape
+
+
 @kernel("random_normal")
 def random_normal(a):
-    return _rng(a).normal(a.scalar("mean", 0.0), a.scalar("stddev", 1.0), a.ints("shape")).astype(_dtype(a))
+    return _rng(a).normal(a.scalar("mean", 0.0), a.scalar("stddev", 1.0), _shape(a)).astype(_dtype(a))
 
 
 @kernel("random_uniform")
 def random_uniform(a):
-    return _rng(a).uniform(a.scalar("low", 0.0), a.scalar("high", 1.0), a.ints("shape")).astype(_dtype(a))
+    return _rng(a).uniform(a.scalar("low", 0.0), a.scalar("high", 1.0), _shape(a)).astype(_dtype(a))
 
 
 @kernel("random_bernoulli")
 def random_bernoulli(a):
-    return (_rng(a).random(a.ints("shape")) < a.scalar("prob", 0.5)).astype(_dtype(a))
+    return (_rng(a).random(_shape(a)) < a.scalar("prob", 0.5)).astype(_dtype(a))
 
 
 @kernel("random_categorical")
@@ -45,6 +52,7 @@ def random_categorical(a):
         raise RunError(f"mode {mode!r} is neither logits nor probs")
     p /= p.sum(axis=-1, keepdims=True)
     rows = p.reshape(-1, p.shape[-1])
+    a.allow((rows.shape[0], size), 8)
     rng = _rng(a)
     # inverse CDF: a uniform draw's position in each row's cumulative sum
     cdf = np.cumsum(rows, axis=-1)
