@@ -427,8 +427,75 @@ def test_diff_of_a_const_moving_between_blob_and_inline_has_no_dangling_comment(
                                               encoding="utf-8")
     for old, new in (("a", "b"), ("b", "a")):
         status, out, err = command(capsys, "diff", str(tmp_path / old / "model.mil"), str(tmp_path / new / "model.mil"))
-        changed = [line for line in out.split("\n") if line[:1] in "-+" and "fc2_weight_to_fp16 =" in line.replace(":", " =", 1)]
+        changed = [line for line in out.split("\n") if line[:1] in ("-", "+") and "fc2_weight_to_fp16 =" in line.replace(":", " =", 1)]
         assert status == 1 and err == "" and len(changed) == 2, out
         for line in changed:
             assert not line.rstrip().endswith("#")
             assert ("(blob)" in line) == ("# sha256:" in line), line
+
+
+# ---- checkpoints in git: one line per tensor -----------------------------------------------------
+
+def write_safetensors(path, tensors: dict) -> None:
+    """A .safetensors file written by hand (the format: a little-endian header length, the JSON
+    header, the data), so that the test needs no safetensors package."""
+    import json
+    import struct
+    header, data = {}, b""
+    for name, array in tensors.items():
+        raw = array.tobytes()
+        header[name] = {"dtype": {"float32": "F32", "int32": "I32"}[str(array.dtype)], "shape": list(array.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_textconv_of_checkpoints_is_one_line_per_tensor_as_the_review_doc_shows(tmp_path, capsys):
+    import numpy as np
+    from test_docs import _blocks
+    write_safetensors(tmp_path / "m.safetensors", {"layers.0.wq": np.ones((2, 3), np.float32),
+                                                   "emb": np.zeros(4, np.int32)})
+    status, out, _ = command(capsys, "textconv", str(tmp_path / "m.safetensors"))
+    (shown,) = [b[2] for b in _blocks(os.path.join(ROOT, "docs", "review.md")) if b[2].startswith("# safetensors:")]
+    assert (status, out) == (0, shown.replace("176 bytes", f"{(tmp_path / 'm.safetensors').stat().st_size} bytes"))
+    np.save(tmp_path / "w.npy", np.arange(12, dtype=np.float16).reshape(3, 4))
+    status, out, _ = command(capsys, "textconv", str(tmp_path / "w.npy"))
+    assert (status, out) == (0, "# npy: (3, 4, fp16), 24 bytes, sha256:38c27038\n")
+    (tmp_path / "junk.npy").write_bytes(b"junk")
+    status, out, _ = command(capsys, "textconv", str(tmp_path / "junk.npy"))      # never fails: git shows it
+    assert status == 0 and out.startswith("# miltext: not shown as MIL text (is not a .npy file")
+
+
+def test_git_log_shows_which_tensor_of_a_checkpoint_changed(tmp_path):
+    import numpy as np
+    if shutil.which("git") is None:
+        pytest.fail("git is not installed", pytrace=False)
+    home, path = tmp_path / "home", tmp_path / "repo"
+    home.mkdir()
+    path.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+    def git(*args):
+        result = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    git("init", "-q")
+    setup = subprocess.run([sys.executable, "-m", "miltext.cli", "git-setup"], cwd=path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert setup.returncode == 0, setup.stderr
+    tensors = {"layers.0.wq": np.ones((2, 3), np.float32), "emb": np.zeros(4, np.int32)}
+    write_safetensors(path / "model.safetensors", tensors)
+    git("add", "-A")
+    git("commit", "-qm", "checkpoint")
+    tensors["emb"] = np.arange(4, dtype=np.int32)
+    write_safetensors(path / "model.safetensors", tensors)
+    git("commit", "-qam", "new embedding")
+    log = git("log", "-p", "-1")
+    assert "Binary files" not in log
+    changed = [line for line in log.split("\n") if line[:1] in ("-", "+") and not line.startswith(("---", "+++"))]
+    assert len(changed) == 2 and all(line[1:].startswith("emb: (4, int32), sha256:") for line in changed)

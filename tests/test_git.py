@@ -80,7 +80,8 @@ def test_git_setup_writes_the_driver_and_attributes_once(repo):
         assert result.returncode == 0, result.stderr
     with open(repo.path / ".gitattributes") as f:
         lines = f.read().splitlines()
-    assert lines[1:] == ["*.mlmodel diff=miltext", "*.pb diff=miltext", "weight.bin diff=miltext"]
+    assert lines[1:] == ["*.mlmodel diff=miltext", "*.pb diff=miltext", "weight.bin diff=miltext",
+                         "*.npy diff=miltext", "*.safetensors diff=miltext"]
     assert repo("config", "diff.miltext.textconv").strip().endswith("-m miltext.cli textconv --")
     assert repo("config", "diff.miltext.cachetextconv").strip() == "true"
     assert repo("check-attr", "diff", "m.mlpackage/Data/com.apple.CoreML/model.mlmodel").strip().endswith("diff: miltext")

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 DRIVER = "miltext"
-PATTERNS = ("*.mlmodel", "*.pb", "weight.bin")
+PATTERNS = ("*.mlmodel", "*.pb", "weight.bin", "*.npy", "*.safetensors")
 COMMENT = "# miltext: Core ML models and MIL programs as MIL text in git diff (miltext git-setup)"
 
 

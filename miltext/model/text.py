@@ -50,9 +50,12 @@ def file_text(path: str, weight_digests: bool | None = False, progress=None) -> 
     """The canonical text of whatever `path` holds: a model or a program, or the list of blobs of
     a weight file. `weight_digests`: True puts a digest beside each blob reference, None does so
     when the weight files are there, False never."""
+    from .checkpoint_text import describe_checkpoint, is_checkpoint
     from .weights import describe, is_weight_file
     if is_weight_file(path):
         return describe(path)   # here: a weight file's text needs neither the object model nor protobuf
+    if is_checkpoint(path):
+        return describe_checkpoint(path)     # a .npy or .safetensors file: its tensors' digests
     from .io import read_model
     model = read_model(path, progress)
     if weight_digests is not False:   # here: textconv shows no digests, nor loads what makes them
