@@ -252,3 +252,60 @@ def test_configs_written_before_the_dash_dash_still_work(repo):
     repo("config", "diff.miltext.command", f"{command} diff --git-external")
     diff = repo("diff")
     assert _summary(diff)[0] == "# 4 ops added (2 const, linear, relu), 1 op changed (linear)"
+
+
+# ---- git-setup checks everything before it changes anything -------------------------------------
+
+def _local_config(repo) -> str:
+    return repo("config", "--local", "--list")
+
+
+def test_git_setup_keeps_a_latin1_gitattributes_byte_for_byte(repo):
+    old = b"# caf\xe9, r\xe9sum\xe9 (Latin-1)\r\n*.txt text\r\n"
+    (repo.path / ".gitattributes").write_bytes(old)
+    result = run("git-setup", cwd=repo.path, env=repo.env)
+    assert result.returncode == 0, result.stderr
+    new = (repo.path / ".gitattributes").read_bytes()
+    assert new.startswith(old)
+    assert new[len(old):].split(b"\r\n")[1:] == [b"*.mlmodel diff=miltext", b"*.pb diff=miltext",
+                                                 b"weight.bin diff=miltext", b"*.npy diff=miltext",
+                                                 b"*.safetensors diff=miltext", b""]
+    assert repo("check-attr", "diff", "x.mlmodel").strip().endswith("diff: miltext")
+
+
+def test_git_setup_writes_through_a_linked_gitattributes(repo):
+    shared = repo.path / "shared"
+    shared.mkdir()
+    (shared / "attributes").write_bytes(b"*.txt text\n")
+    os.symlink(os.path.join("shared", "attributes"), repo.path / ".gitattributes")
+    result = run("git-setup", cwd=repo.path, env=repo.env)
+    assert result.returncode == 0, result.stderr
+    assert os.readlink(repo.path / ".gitattributes") == os.path.join("shared", "attributes")
+    text = (shared / "attributes").read_text()
+    assert text.startswith("*.txt text\n") and "*.mlmodel diff=miltext\n" in text
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "fifo", "folder", "nul bytes"])
+def test_git_setup_refused_changes_neither_config_nor_files(repo, kind):
+    attributes = repo.path / ".gitattributes"
+    if kind == "dangling link":
+        os.symlink("nowhere/attributes", attributes)
+    elif kind == "fifo":
+        os.mkfifo(attributes)
+    elif kind == "folder":
+        attributes.mkdir()
+    else:
+        attributes.write_bytes(b"*.txt text\n\0\0binary\n")
+    (repo.path / "keep.txt").write_bytes(b"mine\n")
+    config, listing = _local_config(repo), sorted(os.listdir(repo.path))
+    before = attributes.read_bytes() if kind == "nul bytes" else None
+    result = run("git-setup", "--structural", cwd=repo.path, env=repo.env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr and ".gitattributes" in result.stderr
+    assert "internal error" not in result.stderr, result.stderr
+    assert _local_config(repo) == config                          # no driver half set
+    assert sorted(os.listdir(repo.path)) == listing
+    assert (repo.path / "keep.txt").read_bytes() == b"mine\n"
+    if kind == "dangling link":
+        assert os.readlink(attributes) == "nowhere/attributes"
+    if before is not None:
+        assert attributes.read_bytes() == before

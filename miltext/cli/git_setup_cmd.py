@@ -16,6 +16,7 @@ import sys
 
 DRIVER = "miltext"
 PATTERNS = ("*.mlmodel", "*.pb", "weight.bin", "*.npy", "*.safetensors")
+ATTRIBUTES_LIMIT = 16 << 20    # bytes of an attributes file read (git's own limit is 100 MB)
 COMMENT = "# miltext: Core ML models and MIL programs as MIL text in git diff (miltext git-setup)"
 
 
@@ -28,15 +29,29 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    """Everything is checked, and the new .gitattributes made, before anything changes; a git
+    config that fails midway is put back as it was, and so is the config when the attributes
+    file cannot be written."""
+    from ..files import write_atomic
     scope = ["--global"] if args.global_ else []
     attributes = _global_attributes() if args.global_ else os.path.join(_top_level(), ".gitattributes")
+    target, text, added = planned_attributes(attributes)
     command = f"{shlex.quote(sys.executable)} -m miltext.cli"
     # `--` before the paths git appends: a file named `-h.mlmodel` is a file, not an option
-    _git("config", *scope, f"diff.{DRIVER}.textconv", f"{command} textconv --")
-    _git("config", *scope, f"diff.{DRIVER}.cachetextconv", "true")
+    settings = {f"diff.{DRIVER}.textconv": f"{command} textconv --", f"diff.{DRIVER}.cachetextconv": "true"}
     if args.structural:
-        _git("config", *scope, f"diff.{DRIVER}.command", f"{command} diff --git-external --")
-    added = add_attributes(attributes)
+        settings[f"diff.{DRIVER}.command"] = f"{command} diff --git-external --"
+    before = {key: _git("config", *scope, "--get", key, check=False) or None for key in settings}
+    try:
+        for key, value in settings.items():
+            _git("config", *scope, key, value)
+        if added:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            write_atomic(target, text)
+    except BaseException:
+        for key, value in before.items():
+            _git("config", *scope, *((key, value) if value is not None else ("--unset", key)), check=False)
+        raise
     where = "your global git config" if args.global_ else "this repository's git config"
     kind = "structural " if args.structural else ""
     print(f"miltext: {kind}diff driver '{DRIVER}' set in {where}; "
@@ -44,22 +59,30 @@ def run(args) -> int:
     return 0
 
 
-def add_attributes(path: str) -> list:
-    """Add `PATTERN diff=miltext` lines that `path` lacks; the patterns added."""
-    from ..files import write_atomic
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        text = ""
-    present = {tuple(line.split()[:2]) for line in text.splitlines() if line.strip()}
-    missing = [p for p in PATTERNS if (p, f"diff={DRIVER}") not in present]
+def planned_attributes(path: str) -> tuple:
+    """(the file to write, its new bytes, the patterns added) for `PATTERN diff=miltext` lines
+    that `path` lacks. Its bytes are kept as they are, whatever their encoding (git reads them
+    as bytes; the lines added are ASCII, with the file's line ending); a link is written
+    through to its target. Refused (InputError) when it is no regular file, or is a link to
+    nothing."""
+    from ..errors import InputError
+    from ..files import read_regular
+    target = os.path.realpath(path)
+    if os.path.islink(path) and not os.path.lexists(target):
+        raise InputError(f"{path}: a link to {target}, which does not exist; git-setup changes "
+                         "nothing (create the file, or remove the link)")
+    data = read_regular(target, "attributes file", limit=ATTRIBUTES_LIMIT) if os.path.lexists(target) else b""
+    if b"\0" in data:
+        raise InputError(f"{path}: holds NUL bytes, so it is no attributes file git reads as text; "
+                         "git-setup changes nothing")
+    present = {tuple(line.split()[:2]) for line in data.splitlines() if line.strip()}
+    missing = [p for p in PATTERNS if (p.encode(), f"diff={DRIVER}".encode()) not in present]
     if missing:
-        lines = ([COMMENT] if COMMENT not in text else []) + [f"{p} diff={DRIVER}" for p in missing]
-        text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(lines) + "\n"
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        write_atomic(path, text.encode("utf-8"))
-    return missing
+        end = b"\r\n" if b"\r\n" in data else b"\n"
+        lines = ([COMMENT] if COMMENT.encode() not in data else []) + [f"{p} diff={DRIVER}" for p in missing]
+        data += (end if data and not data.endswith(b"\n") else b"") + end.join(
+            line.encode() for line in lines) + end
+    return target, data, missing
 
 
 def _top_level() -> str:
