@@ -7,6 +7,7 @@ import numpy as np
 from .. import dtypes, ops as op_table
 from ..ir import Value
 from .errors import RunError
+from .limits import held
 
 _REQUIRED = object()
 
@@ -92,7 +93,6 @@ class Args:
         """RunError unless a tensor of `shape` and `dtype` (or itemsize) fits in --max-memory with
         the values the run holds: kernels call it before allocating a size the inputs decide."""
         itemsize = dtype if isinstance(dtype, int) else np.dtype(dtype).itemsize
-        from .evaluator import held
         self.evaluator.limits.allow(shape, itemsize, what, lambda: held(self.env))
 
     def block(self, index: int, bound: list) -> list:

@@ -155,30 +155,6 @@ class Evaluator:
         return weight_refs.tensor(ref, vtype, self.weights_folder, header, self.confine_refs)
 
 
-def held(env) -> int:
-    """The bytes of the values `env` (and the scopes it sits in) keeps, each buffer once."""
-    seen, total = set(), 0
-    stack = []
-    scope = env
-    while scope is not None:
-        stack.extend(dict.values(scope))
-        scope = getattr(scope, "outer", None)
-    while stack:
-        v = stack.pop()
-        if isinstance(v, np.ndarray):
-            root = v
-            while isinstance(root.base, np.ndarray):
-                root = root.base
-            if id(root) not in seen:
-                seen.add(id(root))
-                total += root.nbytes
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-    return total
-
-
 class _StateRef:
     """A state input: read_state and write_state reach the array through the evaluator."""
     __slots__ = ("name",)

@@ -7,6 +7,8 @@ import math
 import os
 import time
 
+import numpy as np
+
 from .errors import RunError
 
 DEFAULT_TIMEOUT = 600.0          # seconds; the largest corpus model runs in a few
@@ -64,3 +66,27 @@ class Limits:
             also = f" besides the {size_text(held)} the run holds" if held >= BIG else ""
             raise RunError(f"{what} of shape {tuple(dims)} needs {size_text(need)}{also}, more than "
                            f"--max-memory ({size_text(self.max_memory)})")
+
+
+def held(env) -> int:
+    """The bytes of the values `env` (and the scopes it sits in) keeps, each buffer once."""
+    seen, total = set(), 0
+    stack = []
+    scope = env
+    while scope is not None:
+        stack.extend(dict.values(scope))
+        scope = getattr(scope, "outer", None)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, np.ndarray):
+            root = v
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            if id(root) not in seen:
+                seen.add(id(root))
+                total += root.nbytes
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    return total
