@@ -3,7 +3,8 @@ clone that has no ../shared beside it.
 
     python scripts/sync_corpus.py [--shared ../shared]
 
-Files over 1 MiB are left out (the tests make their large cases themselves).
+Files over 1 MiB are left out (the tests make their large cases themselves), and so is wild/:
+its third-party files come into tests/ only once their licence allows it (tests/corpus/wild/README.md).
 """
 import argparse
 import os
@@ -12,6 +13,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMIT = 1 << 20
+CURATED = {"wild"}  # folders kept by hand in tests/corpus
 
 
 def sync(shared: str) -> int:
@@ -20,6 +22,8 @@ def sync(shared: str) -> int:
     copied = 0
     for folder, _, files in os.walk(source):
         rel = os.path.relpath(folder, source)
+        if rel.split(os.sep)[0] in CURATED:
+            continue
         for name in files:
             src = os.path.join(folder, name)
             if os.path.getsize(src) > LIMIT:

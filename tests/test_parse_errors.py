@@ -191,7 +191,7 @@ def test_a_committed_model_mil_that_ends_with_a_newline_is_the_same_program(path
     assert miltext.dumps(program, dialect="modelmil") == text + tail  # it ends as it was read
 
 
-@pytest.mark.parametrize("path", ["modelmil/04_ios17_decoder_lstm.mil", "wild/53_mobius_silero-vad_palette_2bit.mil",
+@pytest.mark.parametrize("path", ["modelmil/04_ios17_decoder_lstm.mil", "wild/53_own_coremlc3500-ios16-palette2bit-state.mil",
                                   "coremltools/torch_mlp.pymil.txt", "wild/44_coremltools_docs_guides_mil_print_with_consts.pymil.txt"])
 def test_a_text_cut_anywhere_has_one_error_at_its_end(path):
     """Cut at every line end and in the middle of every line: exactly one error, at the last

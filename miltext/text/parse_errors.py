@@ -292,9 +292,18 @@ def _line_ended_early(e: UnexpectedToken, text: str, raw: bool) -> bool:
 
 def _cut_short(token, text: str) -> bool:
     """Whether the token out of place is the text's last and a word or number that may have
-    been cut (tensor<s, fp3, 12): the text stops short there rather than holding a mistake."""
-    end = token.end_pos
-    return end is not None and not text[end:].strip() and (text[end - 1].isalnum() or text[end - 1] == "_")
+    been cut (tensor<s, fp3, 12, -0x1.4p-): the text stops short there rather than holding a
+    mistake."""
+    start = token.start_pos
+    rest = "" if start is None else text[start:].rstrip()
+    # a number cut inside lexes as pieces (-0x1.4p: -0, x1, ...): the first piece out of place
+    return bool(rest) and all(c.isalnum() or c in "_.+-" for c in rest) and _stops_in_a_word(text, start + len(rest))
+
+
+def _stops_in_a_word(text: str, end: int) -> bool:
+    """Whether the text ends at `end` in the middle of a word or number (its last character
+    one that a name or a number goes on after)."""
+    return 0 < end <= len(text) and not text[end:].strip() and (text[end - 1].isalnum() or text[end - 1] in "_.+-")
 
 
 def mil_hint(text: str, pos: int, expected: str) -> str:
@@ -341,6 +350,8 @@ def lark_error(e: UnexpectedInput, text: str, describe, raw: bool = False, hint=
                                     f"{e.line}:{e.column} is never closed", at_end=True)
             return LocatedError(e.line, e.column, "unterminated string: a string ends with its quote on the same line")
         words = describe(e.allowed)
+        if char in "+-." and _stops_in_a_word(text, e.pos_in_stream + 1):  # a number cut after its sign
+            return LocatedError(*_end_of(text), f"unexpected end of text: {words}", at_end=True)
         words += hint(text, e.pos_in_stream, words) if hint else ""
         return LocatedError(e.line, e.column, f"unexpected character {char!r}: {words}")
     return LocatedError(getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, "the text cannot be read here")
