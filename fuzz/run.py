@@ -178,7 +178,7 @@ def _check_rename(text: str, a, pos: tuple, edits: list) -> None:
         out = out[:a.source.offset(start)] + new_text + out[a.source.offset(end):]
     after = parse_model(out).program     # a ParseError here is a finding
     decl = a.lookup(pos)[1]
-    new_name = new_text if a.modelmil else var_name(new_text)
+    new_name = new_text if a.modelmil else new_text[1:] if a.reading.raw else var_name(new_text)
     loc = (decl.start[0] + 1, decl.start[1] + 1)
     found = [v for fn in before.functions.values() for v in _vars(fn) if v.loc == loc and v.name == decl.name]
     assert len(found) == 1, f"the renamed var is not at {loc} in the parse of the whole text"

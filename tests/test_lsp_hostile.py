@@ -172,3 +172,18 @@ def test_weight_references_resolve_beside_the_text_confined_and_reported_at_them
     diagnostics = change(client, uri, 2, moved)
     assert [(d["range"]["start"]["line"], d["range"]["start"]["character"])
             for d in diagnostics if d["code"] == "weight-ref"] == [(line + 1, column) for line, column, _ in wanted]
+
+
+def test_a_name_inside_a_string_or_comment_is_no_use_and_print_names_stay_raw():
+    from miltext.lsp.analysis import Analysis
+    text = SHORT.replace('%b = add(x=%a, y=%a)', '%b = add(x=%a, y=%a, name="not %a")  # nor %a')
+    a = Analysis(text)
+    assert [o.start for o in a.references((2, 5))] == [(2, 4), (3, 15), (3, 21), (4, 35)]
+    # a coremltools print writes names raw (`%layer.0/relu:0`): found whole, renamed raw or refused
+    print_text = ('main[CoreML7](%x: (2, 4, fp32)(Tensor)) {\n  block0() {\n'
+                  '    %relu:0: (2, 4, fp32)(Tensor) = relu(x=%x, name="relu:0")\n  } -> (%relu:0)\n}\n')
+    a = Analysis(print_text)
+    assert a.reading.raw and [(o.start, o.end) for o in a.references((2, 6))] == [((2, 4), (2, 11)), ((3, 8), (3, 15))]
+    assert {t for _, t in a.rename((2, 6), "r:1")} == {"%r:1"}
+    with pytest.raises(ValueError, match="coremltools print"):
+        a.rename((2, 6), "a b")

@@ -182,7 +182,7 @@ class Analysis:
         """(name, its text) of a new name as the user typed it (`y`, `%y`, `%"a b"`), or
         ValueError when the dialect cannot write it."""
         from ..text.lexemes import var, var_name
-        from .source import VAR
+        from .source import RAW_VAR, VAR
         if self.modelmil:
             from ..text.modelmil.words import is_name
             if not is_name(new_name):
@@ -192,6 +192,12 @@ class Analysis:
         name = var_name(new_name) if VAR.fullmatch(new_name) else new_name.removeprefix("%")
         if not name:
             raise ValueError("a var needs a name")
+        if self.reading.raw:   # a coremltools print writes names raw, never quoted
+            text = "%" + name
+            if not RAW_VAR.fullmatch(text):
+                raise ValueError(f"{new_name!r} cannot be written as a var name in a coremltools print "
+                                 "(no white space, comma, bracket, = or colon-space)")
+            return name, text
         text = var(name)
         if not VAR.fullmatch(text) or var_name(text) != name:
             raise ValueError(f"{new_name!r} cannot be written as a var name")

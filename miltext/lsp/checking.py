@@ -122,7 +122,7 @@ def _moved(d, by: int, end_old: int, delta: int):
 
 def _frame_names(reading, index, line: int):
     from .index import _tokens
-    return _tokens(reading.lines[line], index.bare)
+    return _tokens(reading.lines[line], index.syntax)
 
 
 def _part(reading, chosen: list[int]) -> Program:

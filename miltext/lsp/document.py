@@ -255,13 +255,13 @@ class Reading:
 
     def broken_names(self) -> set:
         """The names the ops that do not parse seem to declare (what comes before their `=`)."""
-        from .index import _tokens
+        from .index import _tokens, syntax_of
         out = set()
         for p in self.pieces:
             if p.errors:
                 text = self.lines.span(p.start, p.end)
                 head = text.split("=", 1)[0] if "=" in text else ""
-                out.update(name for name, _, _ in _tokens(head, self.modelmil))
+                out.update(name for name, _, _ in _tokens(head, syntax_of(self)))
         return out
 
     def _whole(self) -> None:

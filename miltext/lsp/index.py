@@ -14,13 +14,14 @@ from its ops.
 """
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 
 from ..text.lexemes import quote, var_name
 from .layout import marks_of
-from .source import BARE_NAME, VAR
+from .source import BARE_NAME, RAW_VAR, VAR
 
 
 @dataclass(slots=True)
@@ -48,6 +49,7 @@ class Index:
     def __init__(self, reading, previous: "Index | None" = None):
         self.reading = reading
         self.bare = reading.modelmil
+        self.syntax = syntax_of(reading)
         self._piece_starts = array("q", [p.start for p in reading.pieces])
         self._decls: dict = {}   # name -> [Decl], sorted, made when first asked
         self._occurrences: dict = {}
@@ -120,7 +122,7 @@ class Index:
         if v.loc is None:
             return
         start = (v.loc[0] - 1, v.loc[1] - 1)
-        end = (start[0], written_end(self.reading.lines, start, v.name, self.bare))
+        end = (start[0], written_end(self.reading.lines, start, v.name, self.syntax))
         decls.setdefault(v.name, []).append(Decl(v.name, start, end, v, what, scope))
 
     def _block_end(self, line: int) -> int:
@@ -129,7 +131,7 @@ class Index:
 
     def piece_decls(self, p) -> list[Decl]:
         """The declarations of an op piece, each with its scope."""
-        return _piece_decls(p, self.bare, self.reading, self._block_end(p.start))
+        return _piece_decls(p, self.syntax, self.reading, self._block_end(p.start))
 
     def _find_decls(self, name: str) -> list[Decl]:
         found = list(self._frame_decls.get(name, ()))
@@ -161,7 +163,7 @@ class Index:
         declared = {d.start for d in decls}
         pieces, starts = reading.pieces, self._piece_starts
         used_in: dict = {}
-        for n in _lines_maybe_writing(reading, name, bare):
+        for n in _lines_maybe_writing(reading, name, self.syntax):
             i = bisect_right(starts, n) - 1
             in_piece = i >= 0 and n < pieces[i].end
             if bare and in_piece:   # model.mil: only the names the op reads (not keys, dtypes, ...)
@@ -170,7 +172,7 @@ class Index:
                 if name not in used_in[i]:
                     continue
             out += [Occurrence(name, (n, start), (n, end), False)
-                    for t, start, end in _tokens(reading.lines[n], bare) if t == name and (n, start) not in declared]
+                    for t, start, end in _tokens(reading.lines[n], self.syntax) if t == name and (n, start) not in declared]
         out.sort(key=lambda o: o.start)
         return out
 
@@ -192,11 +194,11 @@ class Index:
                     return Occurrence(d.name, d.start, d.end, True)
             declared = {d.start for d in decls}
             used = read_names(p) if self.bare else None
-            for name, start, end in _tokens(lines[line], self.bare):
+            for name, start, end in _tokens(lines[line], self.syntax):
                 if start <= pos[1] <= end and (line, start) not in declared and (used is None or name in used):
                     return Occurrence(name, (line, start), (line, end), False)
             return None
-        for name, start, end in _tokens(lines[line] if line < len(lines) else "", self.bare):
+        for name, start, end in _tokens(lines[line] if line < len(lines) else "", self.syntax):
             if start <= pos[1] <= end:
                 for o in self.occurrences_of(name):
                     if o.start == (line, start):
@@ -237,35 +239,53 @@ def _pieces(found) -> tuple:
     return found if type(found) is tuple else (found,)
 
 
-def _written(name: str, bare: bool) -> str:
+# How each syntax writes a name: MIL's %name or %"quoted", a coremltools print's raw %name,
+# model.mil's bare name.
+_NAME_PATTERN = {"mil": VAR, "raw": RAW_VAR, "modelmil": BARE_NAME}
+# A name, or what is stepped over whole on a line: a string (a print's are raw, as its parser
+# reads them) or a comment, so that a name inside one is not taken for a use.
+_STEP_OVER = {"mil": r'"(?:[^"\\\n]|\\.)*"?|#.*',
+              "raw": r'"(?:[^"\n]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"?|#.*',
+              "modelmil": r'"(?:[^"\\\n]|\\.)*"?'}
+_NAMES_ON_A_LINE = {syntax: re.compile(f"(?P<name>{pattern.pattern})|{_STEP_OVER[syntax]}")
+                    for syntax, pattern in _NAME_PATTERN.items()}
+
+
+def syntax_of(reading) -> str:
+    """"modelmil", "raw" (a coremltools print) or "mil": how the text writes names."""
+    return "modelmil" if reading.modelmil else "raw" if reading.raw else "mil"
+
+
+def _written(name: str, syntax: str) -> str:
     from ..text.lexemes import var
-    return name if bare else var(name)
+    return name if syntax == "modelmil" else "%" + name if syntax == "raw" else var(name)
 
 
-def _tokens(line: str, bare: bool):
+def _tokens(line: str, syntax: str):
     """(name, start column, end column) of each name written on a line."""
-    for m in (BARE_NAME if bare else VAR).finditer(line):
-        token = m.group()
-        yield (token if bare else var_name(token)), m.start(), m.end()
+    for m in _NAMES_ON_A_LINE[syntax].finditer(line):
+        token = m.group("name")
+        if token is not None:
+            yield (token if syntax == "modelmil" else var_name(token) if syntax == "mil" else token[1:]), m.start(), m.end()
 
 
-def written_end(lines, start: tuple, name: str, bare: bool) -> int:
+def written_end(lines, start: tuple, name: str, syntax: str) -> int:
     """The column where the name declared at `start` ends as the text writes it: %"a" is %a,
     and a quoted name may hold its characters as they are or escaped."""
-    if not bare and start[0] < len(lines):
-        m = VAR.match(lines[start[0]], start[1])
+    if syntax != "modelmil" and start[0] < len(lines):
+        m = _NAME_PATTERN[syntax].match(lines[start[0]], start[1])
         if m is not None:
             return m.end()
-    return start[1] + len(_written(name, bare))
+    return start[1] + len(_written(name, syntax))
 
 
-def _lines_maybe_writing(reading, name: str, bare: bool):
+def _lines_maybe_writing(reading, name: str, syntax: str):
     """The lines (0-based, ascending, each once) that may write `name`: where its canonical
     spelling appears, and (MIL) where it may be quoted otherwise: %"name" as it is, or a
     quoted name with escapes."""
-    text, written = reading.text, _written(name, bare)
+    text, written = reading.text, _written(name, syntax)
     found = set(_lines_writing(text, written))
-    if not bare:
+    if syntax == "mil":
         quoted = '%"' + name + '"'
         if quoted != written:
             found.update(_lines_writing(text, quoted))
@@ -320,7 +340,7 @@ def read_names(p) -> set:
     return out
 
 
-def _piece_decls(p, bare: bool, reading, top_end: int) -> list[Decl]:
+def _piece_decls(p, syntax: str, reading, top_end: int) -> list[Decl]:
     """The declarations of an op piece, in places of the text; `top_end` is the last line of
     the block the piece's op sits in. (A loop, not nested functions calling each other: those
     would make a reference cycle holding the text's lines until the next collection.)"""
@@ -333,25 +353,25 @@ def _piece_decls(p, bare: bool, reading, top_end: int) -> list[Decl]:
         if op.loc:
             what += f", line {op.loc[0]}"
         for v in op.outputs:
-            _add_decl(decls, v, f"output of {what}", (scope_start, scope_end), bare, reading.lines)
+            _add_decl(decls, v, f"output of {what}", (scope_start, scope_end), syntax, reading.lines)
         inner = []
         for block in op.blocks:
             if block.loc is None:
                 continue
             end = _block_end(reading, block.loc[0] - 1, p.end - 1)
             for v in block.inputs:
-                _add_decl(decls, v, f"input of the block at line {block.loc[0]}", ((block.loc[0] - 1, 0), end), bare,
+                _add_decl(decls, v, f"input of the block at line {block.loc[0]}", ((block.loc[0] - 1, 0), end), syntax,
                           reading.lines)
             inner += [(o, (o.loc[0], 0) if o.loc else (p.start, 0), end) for o in block.operations]
         todo += reversed(inner)
     return decls
 
 
-def _add_decl(decls: list, v, what: str, scope: tuple, bare: bool, lines) -> None:
+def _add_decl(decls: list, v, what: str, scope: tuple, syntax: str, lines) -> None:
     if v.loc is None:
         return
     start = (v.loc[0] - 1, v.loc[1] - 1)
-    decls.append(Decl(v.name, start, (start[0], written_end(lines, start, v.name, bare)), v, what, scope))
+    decls.append(Decl(v.name, start, (start[0], written_end(lines, start, v.name, syntax)), v, what, scope))
 
 
 def _block_end(reading, first: int, last: int) -> int:

@@ -15,6 +15,8 @@ import numpy as np
 from .positions import line_starts, offset_of, place_of, same_lines
 
 VAR = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)')
+# a coremltools print writes a name raw, up to the colon-space before its type (as its parser reads it)
+RAW_VAR = re.compile(r'%(?:[^\s,()\[\]=:]|:(?!\s))+')
 BARE_NAME = re.compile(r'(?<![\w."])[A-Za-z_][A-Za-z0-9_]*(?![\w"]|\s*(?:=(?!=)|[(<]))')
 # One token at an error's place: a var, a string, a word or number, else one character.
 _TOKEN = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)|"(?:[^"\\\n]|\\.)*"?'

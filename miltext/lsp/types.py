@@ -83,7 +83,7 @@ def hints(analysis, first: int, last: int) -> list[tuple]:
                         label = declaration(v.name, t, analysis.modelmil, analysis.program)
                         label = label[len(written):] if label.startswith(written) else " " + label
                         start = (v.loc[0] - 1, v.loc[1] - 1)
-                        out.append(((start[0], written_end(reading.lines, start, v.name, analysis.modelmil)), label))
+                        out.append(((start[0], written_end(reading.lines, start, v.name, analysis.index.syntax)), label))
             for b in op.blocks:
                 stack.extend(b.operations)
     return sorted(out)
