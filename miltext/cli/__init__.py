@@ -111,10 +111,15 @@ def with_error(message: str, args=None) -> str:
     own = re.match(r"(miltext[\w -]*): ", first)     # `miltext git-setup: ...`
     if own:
         return f"{own.group(1)}: error: {message[own.end():]}"
-    named = [v for v in vars(args).values() if isinstance(v, str) and v] if args is not None else []
+    given = [v for value in (vars(args).values() if args is not None else ())
+             for v in (value if isinstance(value, list) else [value])]   # diff's files come as a list
+    named = [v for v in given if isinstance(v, str) and v]
+    head = first.split(": ", 1)[0] if ": " in first else None
     for path in sorted(named, key=len, reverse=True):
         if message.startswith(path + ": "):
             return f"{path}: error: {message[len(path) + 2:]}"
+        if head is not None and head.startswith(path.rstrip("/\\") + os.sep):   # a file inside the one given
+            return f"{head}: error: {message[len(head) + 2:]}"
     return f"miltext: error: {message}"
 
 

@@ -73,6 +73,9 @@ def check_file(path: str, weights: str | None, progress=None, confine_refs: bool
             if message.startswith(head):
                 message = message[len(head):]
                 break
+        inner = message.split(": ", 1)
+        if len(inner) == 2 and inner[0].startswith((name.rstrip("/\\") + os.sep, path.rstrip("/\\") + os.sep)):
+            return [Diagnostic("error", inner[1], file=inner[0], rule="input")], None   # a file inside a package
         return [Diagnostic("error", message, file=name, rule="input")], None
 
 

@@ -39,32 +39,54 @@ def is_package(path: str) -> bool:
 
 
 def read_manifest(path: str) -> dict:
+    """The package's manifest, checked to be an object whose itemInfoEntries is an object."""
     manifest_path = os.path.join(path, MANIFEST)
     if not os.path.lexists(manifest_path):
         raise InputError(f"{path}: not a model package (no {MANIFEST})")
     data = read_regular(manifest_path, limit=MAX_MANIFEST)
     try:
-        manifest = json.loads(data.decode("utf-8"))
+        manifest = json.loads(data.decode("utf-8-sig"))   # a byte-order mark is no mistake
     except RecursionError:
         raise InputError(f"{manifest_path}: not a package manifest (nested too deeply)") from None
-    except (ValueError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError as e:
+        raise InputError(f"{manifest_path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+    except ValueError as e:
         raise InputError(f"{manifest_path}: not valid JSON ({e})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("itemInfoEntries"), dict):
-        raise InputError(f"{manifest_path}: no itemInfoEntries")
+    if not isinstance(manifest, dict):
+        raise InputError(f"{manifest_path}: not a package manifest (a JSON {_json_kind(manifest)}, "
+                         "where an object with itemInfoEntries belongs)")
+    entries = manifest.get("itemInfoEntries")
+    if not isinstance(entries, dict):
+        what = "missing" if entries is None else f"a JSON {_json_kind(entries)}, not an object"
+        raise InputError(f"{manifest_path}: no itemInfoEntries (it is {what})")
     return manifest
+
+
+def _json_kind(value) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    kinds = ((bool, "boolean"), (str, "string"), ((int, float), "number"), (list, "list"), (dict, "object"))
+    return next(name for kind, name in kinds if isinstance(value, kind))
 
 
 def model_file(path: str) -> str:
     """The path of the package's root model file, checked to stay inside the package."""
     manifest = read_manifest(path)
+    manifest_path = os.path.join(path, MANIFEST)
     root = manifest.get("rootModelIdentifier")
+    if not isinstance(root, str):
+        what = "missing" if root is None else f"a JSON {_json_kind(root)}, not a string"
+        raise InputError(f"{manifest_path}: no rootModelIdentifier (it is {what})")
     entry = manifest["itemInfoEntries"].get(root)
+    if entry is None:
+        raise InputError(f"{manifest_path}: the root model {root!r} is no item of itemInfoEntries")
     if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-        raise InputError(f"{os.path.join(path, MANIFEST)}: the root model {root!r} has no item with a path")
+        raise InputError(f"{manifest_path}: the root model {root!r} has no item with a path")
     item = entry["path"]
     file = join_inside(os.path.join(path, DATA), item, root=path)
     if file is None or join_inside(path, os.path.relpath(os.path.dirname(file), path)) is None:
-        raise UnsafePathError(f"{os.path.join(path, MANIFEST)}: the model's path {item!r} leads out of the package")
+        raise UnsafePathError(f"{manifest_path}: the model's path {item!r} leads out of the package")
     if not os.path.isfile(file):
         raise InputError(f"{path}: the model file {os.path.join(DATA, item)} is missing")
     return file
@@ -136,7 +158,7 @@ def _identifiers(path: str) -> dict:
         entries = read_manifest(path)["itemInfoEntries"] if is_package(path) else {}
     except InputError:
         return {}
-    return {e.get("path"): key for key, e in entries.items() if isinstance(e, dict)}
+    return {e["path"]: key for key, e in entries.items() if isinstance(e, dict) and isinstance(e.get("path"), str)}
 
 
 def _identifier(item: str) -> str:
