@@ -190,3 +190,35 @@ def test_coremltools_refusing_an_op_is_an_error_at_its_line():
     with pytest.raises(InferenceError, match="topk: coremltools cannot type it") as e:
         make_explicit(program)
     assert e.value.loc[0] == 3
+
+
+# Values of a form the op cannot take, each alone in a program: `infer` and `build` stop at the
+# op with a located error (they crashed with an internal error), and `check` reports the same.
+HOSTILE = [
+    ("range_1d(start=0.0, end=inf, step=1.0)", "range_1d: end must be a finite number, not inf"),
+    ("range_1d(start=0.0, end=nan, step=1.0)", "range_1d: end must be a finite number, not nan"),
+    ("concat(values=(%x, %x), axis=[1, 0], interleave=False)", "concat: input 'axis' must be one value"),
+    ("expand_dims(x=%x, axes=[\"a\"])", "expand_dims: input 'axes' must hold integers, not ['a']"),
+    ("fill(shape=[2147483647, 2147483647, 4], value=0.0)", "fill: it would give an output of shape"),
+    ("tile(x=%x, reps=[2147483647, 1])", "tile: it would give an output of shape (2147483647, 4)"),
+    ("topk(x=%x, k=-1)", "topk: it would give an output of shape (1, -1), with a negative size"),
+    ("avg_pool(x=%x, kernel_sizes=[1], strides=[1], pad_type=\"valid\")", "avg_pool:"),
+]
+
+
+@pytest.mark.parametrize("call,message", HOSTILE)
+def test_values_an_op_cannot_take_are_located_errors_in_infer_build_and_check(tmp_path, call, message):
+    path = tmp_path / "m.mil"
+    path.write_text(f"main[CoreML7](%x: (1, 4, fp32)) {{\n  block0() {{\n    %y = {call}\n"
+                    "  } -> (%y)\n}\n")
+    for command in (["infer", "m.mil"], ["build", "m.mil", "-o", "m.pb"], ["build", "--no-verify", "m.mil", "-o", "m.pb"],
+                    ["check", "m.mil"]):
+        result = subprocess.run([sys.executable, "-m", "miltext.cli", *command], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 1, (command, result.stderr)
+        out = result.stdout + result.stderr
+        assert "internal error" not in out and "Traceback" not in out, (command, out)
+        assert "m.mil:3:" in out and ": error: " in out, (command, out)
+        if command[0] == "infer" or "--no-verify" in command:   # check words a dtype fault its own way
+            assert message in out, (command, out)
+    assert not (tmp_path / "m.pb").exists()

@@ -13,6 +13,7 @@ from .. import dtypes
 from .. import ops as op_table
 from ..infer import registry, walk
 from ..infer.errors import InferenceError, Refused, Unsupported
+from ..infer.shapes import within_bounds
 from ..infer.symbols import concrete, fully_known
 from ..ir import ListType, TensorType, Value
 from . import by_coremltools, flow_types, signature
@@ -113,8 +114,7 @@ class Verifier:
             return self.control_flow(op, operands)
         try:
             self.signature(operands)
-            for rule in rules_for(op.type):
-                rule(Plain(operands))
+            self.shape_rules(op, operands)
             types = self.infer(op, operands)
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
@@ -128,13 +128,23 @@ class Verifier:
             return None
         except Unsupported:
             return None
-        except _RULE_SLIPS:
-            return None                # a value of a form no rule expects (a list for an axis):
-            # the op is left unchecked rather than blamed for a rule's own gap
         if types is None or not all(_well_formed(concrete(t)) for t in types):
             return None                # what a rule made of values of a form it does not expect
         self.compare(op, types)
         return types
+
+    @staticmethod
+    def shape_rules(op, operands) -> None:
+        """The op's shape rules, which name the input at fault. One that slips on a value of a
+        form it does not expect gives way to inference, which says what the form is or that
+        the op cannot take it."""
+        try:
+            for rule in rules_for(op.type):
+                rule(Plain(operands))
+        except InferenceError:
+            raise
+        except _RULE_SLIPS:
+            pass
 
     def signature(self, operands) -> None:
         computed = partial(self._is_runtime, scope=operands.scope)
@@ -145,12 +155,11 @@ class Verifier:
         family; their types, when their blocks agree, go on to the ops after them."""
         try:
             self.signature(operands)
-            for rule in rules_for(op.type):
-                rule(Plain(operands))
+            self.shape_rules(op, operands)
         except Mistake as m:
             self.report(op, m.rule, m.key, m.message)
             return None
-        except (Unsupported, *_RULE_SLIPS):
+        except (InferenceError, Unsupported):
             return None
         if op.type == "cond":
             flow_types.cond_blocks(self.ctx, op, operands)
@@ -168,7 +177,9 @@ class Verifier:
                 return found[1](operands)
             except Unsupported:
                 pass
-        return self.coremltools.types(op, operands)
+        types = self.coremltools.types(op, operands)
+        within_bounds([concrete(t) for t in types or ()])
+        return types
 
     def compare(self, op, types) -> None:
         if self.ctx.from_print and has_literal(op):
@@ -198,7 +209,7 @@ def _well_formed(t) -> bool:
     return t is not None
 
 
-_RULE_SLIPS = (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError)
+_RULE_SLIPS = registry.SLIPS
 
 
 def where_has(op, key: str) -> bool:

@@ -7,6 +7,7 @@ import importlib.util
 from . import registry
 from .errors import InferenceError, Unsupported
 from .operands import Operands, Scope
+from .shapes import within_bounds
 from .symbols import concrete, symbolic
 
 COREMLTOOLS = "coremltools"     # the family reported for an op coremltools inferred
@@ -90,7 +91,12 @@ def _infer_op(op, operands, use_coremltools: bool):
             raise InferenceError.at(op.loc, f"{op.type}: {e.message}") from None
     if use_coremltools and importlib.util.find_spec("coremltools") is not None:
         from . import coremltools_rules
-        return coremltools_rules.infer(operands), COREMLTOOLS
+        types = coremltools_rules.infer(operands)
+        try:
+            within_bounds(types)
+        except InferenceError as e:
+            raise InferenceError.at(op.loc, f"{op.type}: {e.message}") from None
+        return types, COREMLTOOLS
     raise InferenceError.at(op.loc, f"cannot infer the output types of {op.type}: write them "
                                     f"(`%y: (2, 3, fp32) = {op.type}(...)`)")
 

@@ -2,8 +2,11 @@
 with the op table's defaults for optional inputs the op is not given."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from .. import dtypes
 from .. import ops as op_table
 from ..ir import TensorType, Value
 from .errors import InferenceError, Unsupported
@@ -116,8 +119,10 @@ class Operands:
             raise Unsupported(f"the value of input {key!r} is not known")
         return None
 
-    def scalar(self, key: str, *, default=...):
-        """Input `key` as one Python number, bool or str (a list for a longer value)."""
+    def scalar(self, key: str, *, default=..., of: type | None = None):
+        """Input `key` as one Python number, bool or str; with `of` (int, str or bool), one of
+        that kind. InferenceError (naming the input) for a value of another form: a list where
+        one value is needed, a string where a number is."""
         v = self.value(key, required=default is ...)
         if v is not None and not fully_known(v):
             if default is ...:
@@ -126,7 +131,21 @@ class Operands:
         if v is None:
             return default
         v = np.asarray(v)
-        return v.item() if v.size == 1 else v.tolist()
+        if v.size != 1:
+            raise misfit(key, f"input {key!r} must be one value, not "
+                              f"{'an empty tensor' if v.size == 0 else f'{v.size} values'}")
+        found = v.reshape(-1)[0]
+        found = found.item() if hasattr(found, "item") else found
+        if of is not None:
+            found = _as_kind(key, found, of)
+        return found
+
+    def dtype(self, key: str, *, default=...) -> str:
+        """Input `key` as the name of a MIL dtype ("fp16", "int32", ...)."""
+        name = self.scalar(key, default=default, of=str)
+        if name not in dtypes.BY_NAME:
+            raise misfit(key, f"{name!r} is not a MIL dtype")
+        return name
 
     def ints(self, key: str, *, default=...) -> list | None:
         """Input `key` as a list of ints (axes, strides, ...); Unsupported when some are only
@@ -143,9 +162,10 @@ class Operands:
             return None if default is None else list(default)
         values = np.asarray(v).reshape(-1)
         if values.dtype.kind == "f" and not np.all(np.isfinite(values) & (values == np.round(values))):
-            raise InferenceError(f"input {key!r} must hold integers, not {values.tolist()}")
-        if values.dtype.kind not in "iubfO":
-            raise InferenceError(f"input {key!r} must hold integers")
+            raise misfit(key, f"input {key!r} must hold integers, not {_shown(values)}")
+        if values.dtype.kind not in "iubfO" or values.dtype.kind == "O" and not all(
+                isinstance(i, (Sym, int, np.integer)) for i in values):
+            raise misfit(key, f"input {key!r} must hold integers, not {_shown(values)}")
         return [i if isinstance(i, Sym) else int(i) for i in values]
 
     def known_ints(self, key: str) -> list | None:
@@ -154,3 +174,30 @@ class Operands:
         if not fully_known(v):
             return None
         return self.ints(key)
+
+
+def misfit(key: str, message: str) -> InferenceError:
+    """An input of a form its op cannot take, the input named (check puts the caret under it)."""
+    e = InferenceError(message)
+    e.key = key
+    return e
+
+
+_KINDS = {int: "an integer", str: "a string", bool: "a bool"}
+
+
+def _as_kind(key: str, found, of: type):
+    """`found` (one element of a value) as a Python value of kind `of`: an integral float counts
+    as an int (a print's literal may be 2.0); a bool or a string never counts as a number."""
+    if isinstance(found, Sym) and of is int:
+        return found
+    if of is int and isinstance(found, float) and math.isfinite(found) and found == int(found):
+        return int(found)
+    if type(found) is of or of is int and isinstance(found, int) and not isinstance(found, bool):
+        return found
+    raise misfit(key, f"input {key!r} must be {_KINDS[of]}, not {_shown(found)}")
+
+
+def _shown(values) -> str:
+    text = repr(values.tolist() if isinstance(values, np.ndarray) else values)
+    return text if len(text) <= 40 else text[:37] + "..."

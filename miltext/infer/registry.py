@@ -2,18 +2,39 @@
 `@rule("op", ...)`; a rule takes the op's Operands and returns its output types."""
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
+
+from .errors import InferenceError
+from .shapes import within_bounds
 
 _RULES: dict = {}      # op type -> (family, function)
 _loaded = False
 
 
+# What a rule raises when an input is of a form it does not expect (a list for an axis, a
+# string for a size, a stride list too short): the op's inputs are at fault, not the rule.
+SLIPS = (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError, AttributeError)
+
+
 def rule(*op_types: str):
     def register(fn):
         family = fn.__module__.rsplit(".", 1)[-1]
+
+        @functools.wraps(fn)
+        def guarded(ops):
+            try:
+                types = fn(ops)
+            except InferenceError:
+                raise
+            except SLIPS:
+                raise InferenceError(f"its inputs are not of the form {ops.op.type} takes (an input "
+                                     "of the wrong kind, length or rank)") from None
+            within_bounds(types)
+            return types
         for op_type in op_types:
-            _RULES[op_type] = (family, fn)
+            _RULES[op_type] = (family, guarded)
         return fn
     return register
 

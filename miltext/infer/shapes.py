@@ -2,9 +2,33 @@
 a Sym is one the program has seen before, None a new one)."""
 from __future__ import annotations
 
-from ..ir import TensorType
+from ..ir import ListType, TensorType
 from .errors import InferenceError
 from .symbols import Sym, known
+
+
+# The most elements an op's output may hold: past it, a size is a mistake (a `fill` of
+# 2^31 - 1 by 2^31 - 1), which `run` could not allocate and Core ML would not load.
+MAX_ELEMENTS = 2 ** 31 - 1
+
+
+def within_bounds(types) -> None:
+    """InferenceError when an output type has a negative size or more than MAX_ELEMENTS elements."""
+    for t in types or ():
+        if isinstance(t, ListType):
+            t = t.element
+        if not isinstance(t, TensorType) or t.rank is not None:
+            continue
+        sizes = [d for d in t.shape if type(d) is int]
+        if any(d < 0 for d in sizes):
+            raise InferenceError(f"it would give an output of shape {shape_text(t.shape)}, with a "
+                                 "negative size")
+        count = 1
+        for d in sizes:
+            count *= d
+        if count > MAX_ELEMENTS:
+            raise InferenceError(f"it would give an output of shape {shape_text(t.shape)}: {count:,} "
+                                 f"elements, more than the {MAX_ELEMENTS:,} a tensor may hold")
 
 
 def tensor(dtype: str, shape) -> TensorType:

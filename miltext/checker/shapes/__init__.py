@@ -50,8 +50,6 @@ class Plain:
 
     def scalar(self, key: str, **kwargs):
         found = self._operands.scalar(key, **kwargs)
-        if isinstance(found, list):
-            return [d if not isinstance(d, Sym) else None for d in found]
         return None if isinstance(found, Sym) else found
 
 

@@ -8,7 +8,7 @@ from . import Mistake
 def axis_in(ops, key: str, rank: int, *, default=..., extra: int = 0) -> int | None:
     """Input `key` as an axis of a tensor of `rank` (+ `extra` for ops that add dims), or None
     when it is not given or not known."""
-    a = ops.scalar(key, default=None if default is ... else default)
+    a = ops.scalar(key, default=None if default is ... else default, of=int)
     if a is None or not isinstance(a, int):
         return None
     n = rank + extra

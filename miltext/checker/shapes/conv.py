@@ -23,11 +23,11 @@ def _per_dim(ops, n: int, *keys) -> None:
 
 
 def _custom(ops) -> bool:
-    return ops.scalar("pad_type", default="valid") == "custom"
+    return ops.scalar("pad_type", default="valid", of=str) == "custom"
 
 
 def _groups(ops) -> int | None:
-    groups = ops.scalar("groups", default=1)
+    groups = ops.scalar("groups", default=1, of=int)
     if not isinstance(groups, int):
         return None
     if groups < 1:
@@ -96,7 +96,7 @@ def pool(ops):
 
 def _window_fits(ops, key: str, sizes, kernel) -> None:
     """With pad_type valid (or custom), the kernel, dilated, fits in each padded spatial dim."""
-    pad_type = ops.scalar("pad_type", default="valid")
+    pad_type = ops.scalar("pad_type", default="valid", of=str)
     if pad_type not in ("valid", "custom"):
         return
     n = len(sizes)

@@ -69,9 +69,12 @@ def split(ops):
     if sizes is not None and size is not None and None not in sizes and sum(sizes) != size:
         raise Mistake("split_sizes", f"split sizes {sizes} add up to {sum(sizes)}, but x {shown(x)} "
                                      f"has {size} along axis {a}")
-    n = ops.scalar("num_splits", default=None) if ops.has("num_splits") else None
+    n = ops.scalar("num_splits", default=None, of=int) if ops.has("num_splits") else None
     if isinstance(n, int) and n < 1:
         raise Mistake("num_splits", f"num_splits must be 1 or more, not {n}")
+    if isinstance(n, int) and size is not None and n > max(size, 1):
+        raise Mistake("num_splits", f"num_splits {n} is more than the {size} x {shown(x)} has along "
+                                    f"axis {a}")
 
 
 @rule("transpose")
@@ -160,7 +163,7 @@ def gather(ops):
     a = axis_in(ops, "axis", len(x.shape), default=0)
     if a is None:
         return
-    batch_dims = ops.scalar("batch_dims", default=0)
+    batch_dims = ops.scalar("batch_dims", default=0, of=int)
     if isinstance(batch_dims, int) and not 0 <= batch_dims <= min(a, len(indices.shape)):
         raise Mistake("batch_dims", f"batch_dims {batch_dims} must be at most the axis ({a}) and the "
                                     f"rank of indices ({len(indices.shape)})")

@@ -12,10 +12,10 @@ def matmul(ops):
     if not x.shape or not y.shape:
         key = "x" if not x.shape else "y"
         raise Mistake(key, f"matmul needs tensors of rank 1 or more; {key} is a scalar")
-    if len(x.shape) == 1 and ops.scalar("transpose_x", default=False) is True:
+    if len(x.shape) == 1 and ops.scalar("transpose_x", default=False, of=bool) is True:
         raise Mistake("transpose_x", "x is a vector (rank 1), which matmul cannot transpose")
-    tx = len(x.shape) > 1 and bool(ops.scalar("transpose_x", default=False))
-    ty = len(y.shape) > 1 and bool(ops.scalar("transpose_y", default=False))
+    tx = len(x.shape) > 1 and bool(ops.scalar("transpose_x", default=False, of=bool))
+    ty = len(y.shape) > 1 and bool(ops.scalar("transpose_y", default=False, of=bool))
     inner_x = x.shape[-2] if tx else x.shape[-1]
     inner_y = y.shape[-1] if ty else (y.shape[-2] if len(y.shape) > 1 else y.shape[0])
     if inner_x is not None and inner_y is not None and inner_x != inner_y:

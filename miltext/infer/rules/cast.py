@@ -11,7 +11,7 @@ from ..symbols import fully_known
 @rule("cast")
 def cast(ops):
     x = ops.tensor("x")
-    name = ops.scalar("dtype")
+    name = ops.scalar("dtype", of=str)
     if name not in dtypes.BY_NAME:
         raise InferenceError(f"unknown dtype {name!r}")
     ops.output_values = [_cast_value(ops.value("x", required=False), x.dtype, name)]

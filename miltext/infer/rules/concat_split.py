@@ -31,7 +31,7 @@ def concat(ops):
     if rank == 0:   # whatever the axis (coremltools checks none for scalars)
         ops.output_values = [_joined_value(ops, parts, 0)]
         return [tensor(parts[0].dtype, (len(parts),))]
-    a = axis(ops.scalar("axis"), rank)
+    a = axis(ops.scalar("axis", of=int), rank)
     ops.output_values = [_joined_value(ops, parts, a)]
     out = list(parts[0].shape)
     out[a] = add_dims(*(t.shape[a] for t in parts))
@@ -56,13 +56,15 @@ def _joined_value(ops, parts, a):
 @rule("split")
 def split(ops):
     x = ops.tensor("x")
-    a = axis(ops.scalar("axis"), len(x.shape))
+    a = axis(ops.scalar("axis", of=int), len(x.shape))
     sizes = ops.ints("split_sizes", default=None)
     if sizes is None:
-        n = ops.scalar("num_splits")
+        n = ops.scalar("num_splits", of=int)
         size = x.shape[a]
         if not known(size):
             raise Unsupported("split of an unknown dim")
+        if not 1 <= n <= max(size, 1):    # one output type per part: bounded before they are made
+            raise InferenceError(f"num_splits must be from 1 to {max(size, 1)}, the size along axis {a}, not {n}")
         if size % n:
             # coremltools' rule: the last part takes what is left over
             step = -(-size // n)
@@ -83,5 +85,5 @@ def split(ops):
 def stack(ops):
     parts = _tensor_values(ops)
     out = list(parts[0].shape)
-    out.insert(axis(ops.scalar("axis"), len(out) + 1), len(parts))
+    out.insert(axis(ops.scalar("axis", of=int), len(out) + 1), len(parts))
     return [tensor(parts[0].dtype, out)]

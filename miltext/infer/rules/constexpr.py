@@ -20,7 +20,7 @@ def blockwise_shift_scale(ops):
 
 @rule("constexpr_cast")
 def cast(ops):
-    return [tensor(ops.scalar("output_dtype"), ops.tensor("source_val").shape)]
+    return [tensor(ops.dtype("output_dtype"), ops.tensor("source_val").shape)]
 
 
 @rule("constexpr_lut_to_dense")
@@ -31,7 +31,7 @@ def lut_to_dense(ops):
     shape = list(ops.tensor("indices").shape)
     vector_size = lut.shape[-1]
     if vector_size != 1:                      # vectors of a palette lie along vector_axis
-        axis = ops.scalar("vector_axis")
+        axis = ops.scalar("vector_axis", of=int)
         if not known(shape[axis]) or not known(vector_size):
             raise Unsupported("an unknown vector size")
         shape[axis] *= vector_size

@@ -30,7 +30,7 @@ def window(ops, x, kernel) -> tuple:
     n = len(x.shape) - 2
     strides = ops.ints("strides", default=None) or [1] * n
     dilations = ops.ints("dilations", default=None) or [1] * n
-    pad_type = ops.scalar("pad_type", default="valid")
+    pad_type = ops.scalar("pad_type", default="valid", of=str)
     pad = ops.ints("pad", default=None) or [0] * (2 * n)
     if len(kernel) != n:
         raise InferenceError(f"a kernel of {len(kernel)} dims for {n} spatial dims")
@@ -67,5 +67,5 @@ def conv_transpose(ops):
         else:
             cut = pad[2 * i] + pad[2 * i + 1] if pad_type == "custom" else 0
             spatial.append((n - 1) * strides[i] + k - cut)
-    groups = ops.scalar("groups", default=1)
+    groups = ops.scalar("groups", default=1, of=int)
     return [tensor(x.dtype, (x.shape[0], weight.shape[1] * groups, *spatial))]

@@ -16,9 +16,9 @@ def matmul(ops):
     xs, ys = list(x.shape), list(y.shape)
     if not xs or not ys:
         raise InferenceError("matmul needs tensors of rank 1 or more")
-    if len(xs) > 1 and ops.scalar("transpose_x", default=False):
+    if len(xs) > 1 and ops.scalar("transpose_x", default=False, of=bool):
         xs[-1], xs[-2] = xs[-2], xs[-1]
-    if len(ys) > 1 and ops.scalar("transpose_y", default=False):
+    if len(ys) > 1 and ops.scalar("transpose_y", default=False, of=bool):
         ys[-1], ys[-2] = ys[-2], ys[-1]
     # a vector is a one-row (x) or one-column (y) matrix whose extra dim the result drops
     x_vector, y_vector = len(xs) == 1, len(ys) == 1
@@ -47,7 +47,7 @@ def einsum(ops):
     operands = ops.types("values")
     if not all(isinstance(t, TensorType) and t.rank is None for t in operands):
         raise Unsupported("operands of unknown rank")
-    equation = ops.scalar("equation").replace(" ", "")
+    equation = ops.scalar("equation", of=str).replace(" ", "")
     found = re.fullmatch(r"([a-zA-Z,]+)->([a-zA-Z]*)", equation)
     if not found:
         raise Unsupported("an equation with ellipsis or an implied output")

@@ -19,8 +19,8 @@ def _list(ops) -> ListType:
 def make_list(ops):
     dims = [d if isinstance(d, Sym) else int(d)
             for d in (v.reshape(-1)[0] for v in map(_known, ops.values("elem_shape")))]
-    length = ops.scalar("init_length", default=1)
-    return [ListType(tensor(ops.scalar("dtype", default="fp32"), dims), int(length))]
+    length = ops.scalar("init_length", default=1, of=int)
+    return [ListType(tensor(ops.dtype("dtype", default="fp32"), dims), int(length))]
 
 
 @rule("list_write", "list_scatter")

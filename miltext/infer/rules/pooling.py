@@ -12,6 +12,6 @@ def pool(ops):
     kernel = ops.ints("kernel_sizes")
     strides, _, pad_type, pad = window(ops, x, kernel)
     ones = [1] * len(kernel)
-    ceil_mode = bool(ops.scalar("ceil_mode", default=False))
+    ceil_mode = bool(ops.scalar("ceil_mode", default=False, of=bool))
     spatial = spatial_out(x.shape[2:], kernel, strides, ones, pad_type, pad, ceil_mode)
     return [tensor(x.dtype, (*x.shape[:2], *spatial))]

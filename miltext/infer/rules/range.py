@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import InferenceError
+from ..operands import misfit
 from ..registry import rule
 from ..shapes import tensor
 from ..symbols import Sym, derived
@@ -21,6 +24,9 @@ def range_1d(ops):
         numbers = [not isinstance(v, Sym) for v in (start, end, step)]
         if numbers[2] and step == 0:
             raise InferenceError("range_1d needs a step other than 0")
+        for key, v, number in zip(("start", "end", "step"), (start, end, step), numbers):
+            if number and not (isinstance(v, (int, float, np.number)) and math.isfinite(v)):
+                raise misfit(key, f"{key} must be a finite number, not {v}")
         if all(numbers):
             length = max(0, math.ceil((end - start) / step))
         elif numbers[0] and start == 0 and numbers[2] and step == 1:

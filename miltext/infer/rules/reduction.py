@@ -20,13 +20,13 @@ def _reduced(shape, axes, keep_dims: bool):
 def reduction(ops):
     x = ops.tensor("x")
     axes = ops.ints("axes", default=None)
-    return [tensor(x.dtype, _reduced(x.shape, axes, bool(ops.scalar("keep_dims", default=False))))]
+    return [tensor(x.dtype, _reduced(x.shape, axes, bool(ops.scalar("keep_dims", default=False, of=bool))))]
 
 
 @rule("reduce_argmax", "reduce_argmin")
 def arg_reduction(ops):
     x = ops.tensor("x")
-    a = ops.scalar("axis", default=-1)
-    keep_dims = bool(ops.scalar("keep_dims", default=False))
-    dtype = ops.scalar("output_dtype", default="int32")
+    a = ops.scalar("axis", default=-1, of=int)
+    keep_dims = bool(ops.scalar("keep_dims", default=False, of=bool))
+    dtype = ops.dtype("output_dtype", default="int32")
     return [tensor(dtype, _reduced(x.shape, [a], keep_dims))]

@@ -14,7 +14,7 @@ from ..symbols import known
 def shape(ops):
     x = ops.tensor("x")
     ops.output_values = [np.array(x.shape, dtype=np.int32 if all(map(known, x.shape)) else object)]
-    return [tensor(ops.scalar("output_dtype", default="int32"), (len(x.shape),))]
+    return [tensor(ops.dtype("output_dtype", default="int32"), (len(x.shape),))]
 
 
 @rule("fill")

@@ -111,8 +111,8 @@ def slice_by_size(ops):
 @rule("gather")
 def gather(ops):
     x, indices = ops.tensor("x"), ops.tensor("indices")
-    a = axis(ops.scalar("axis", default=0), len(x.shape))
-    batch_dims = ops.scalar("batch_dims", default=0)
+    a = axis(ops.scalar("axis", default=0, of=int), len(x.shape))
+    batch_dims = ops.scalar("batch_dims", default=0, of=int)
     shape = x.shape[:a] + indices.shape[batch_dims:] + x.shape[a + 1:]
     ops.output_values = [_gathered_value(ops, a, batch_dims)]
     return [tensor(x.dtype, shape)]
