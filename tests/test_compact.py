@@ -147,3 +147,41 @@ def test_a_compact_program_takes_less_memory():
         tracemalloc.stop()
         del program
     assert sizes[1] < 0.75 * sizes[0], sizes
+
+
+def test_a_pass_that_writes_into_a_compact_op_fails_loudly():
+    """complete() turns `y=1.0` into a const and writes its name into the op's bindings: on a
+    compact op those are read afresh each time, so the write would be lost (the const left
+    dangling, `add` keeping its literal). It raises instead, and the text is unchanged."""
+    text = '''main[CoreML7](%x: (1, fp32)) {
+  block0() {
+    %y: (1, fp32) = add(x=%x, y=1.0)
+  } -> (%y)
+}
+'''
+    from miltext.infer import complete
+    program = parse(text, editing=True)
+    add = program.functions["main"].block.operations[0]
+    assert type(add) is CompactOperation
+    with pytest.raises(TypeError, match="would be lost"):
+        complete(program)
+    assert miltext.dumps(program) == text
+    for write in (lambda: add.inputs.__setitem__("y", ["x"]), lambda: add.inputs["y"].append("x"),
+                  lambda: add.outputs.clear(), lambda: add.attributes.update(name=Value.tensor("y")),
+                  lambda: add.blocks.append(Block())):
+        with pytest.raises(TypeError, match="would be lost"):
+            write()
+    assert miltext.dumps(program) == text
+    ordinary = parse(text)           # read plain, the same pass names the const and binds it
+    complete(ordinary)
+    assert miltext.dumps(ordinary).count("y_y_0") == 3
+
+
+def test_what_a_compact_op_gives_out_is_ordinary_once_copied():
+    op = parse(TEXT, editing=True).functions["main"].block.operations[1]
+    for inputs in (copy.copy(op.inputs), copy.deepcopy(op.inputs), pickle.loads(pickle.dumps(op.inputs))):
+        assert type(inputs) is dict and all(type(b) is list for b in inputs.values())
+        inputs["x"].append("w")
+    replaced = dataclasses.replace(op, type="add")
+    replaced.inputs["x"][0] = "w"     # an ordinary op's lists are its own
+    assert replaced.inputs["x"] == ["w"] and op.inputs["x"] == ["x"]

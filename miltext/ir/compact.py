@@ -6,9 +6,10 @@ blocks and a Value, TensorData and list for its name: about 1.2 kB for a plain o
 CompactOperation keeps its arguments as one tuple, its output (the Var) and its name (the
 string) as themselves, and makes the dicts, lists and the name's Value each time they are read.
 It is an Operation (same fields, equal to the ordinary op it was made from), so everything that
-reads programs reads it. The dicts and lists read from it are
-fresh each time: a change made inside them is not kept (the Values in them are the op's own).
-Assigning a field (`op.inputs = ...`) turns it back into an ordinary Operation, changed as usual.
+reads programs reads it. The dicts and lists read from it are made afresh each time, so they
+are read-only: a change made inside them would be lost, and raises instead (the Values and Vars
+in them are the op's own, and changes to those are kept). Assigning a field (`op.inputs = ...`)
+turns it back into an ordinary Operation, changed as usual; copies are ordinary too.
 """
 from __future__ import annotations
 
@@ -61,25 +62,84 @@ def _plain_string(value) -> str | None:
     return data.values[0]
 
 
+_LOST = ("a compact op's {} are made afresh each time they are read, so this change would be lost: "
+         "assign the field (op.{} = ...), which makes the op ordinary")
+
+
+def _refuse(self, *args, **kwargs):
+    raise TypeError(_LOST.format(self._field, self._field))
+
+
+class _ReadOnlyList(list):
+    """A list read from a compact op: equal to a list, refusing every change."""
+    __slots__ = ()
+    _field = "inputs"
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce_ex__(self, protocol):
+        return list, (list(self),)    # a copy is an ordinary list
+
+
+class _ReadOnlyOutputs(_ReadOnlyList):
+    __slots__ = ()
+    _field = "outputs"
+
+
+class _ReadOnlyBlocks(_ReadOnlyList):
+    __slots__ = ()
+    _field = "blocks"
+
+
+class _ReadOnlyDict(dict):
+    """A dict read from a compact op: equal to a dict, refusing every change."""
+    __slots__ = ()
+    _field = "inputs"
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce_ex__(self, protocol):
+        return dict, (_plain(self),)    # a copy is an ordinary dict of ordinary lists
+
+
+class _ReadOnlyAttributes(_ReadOnlyDict):
+    __slots__ = ()
+    _field = "attributes"
+
+
+_NO_BLOCKS = _ReadOnlyBlocks()
+
+
+def _plain(value):
+    """A field's value as an ordinary op holds it: read-only dicts and lists made ordinary."""
+    if isinstance(value, _ReadOnlyDict):
+        return {key: list(v) if isinstance(v, _ReadOnlyList) else v for key, v in value.items()}
+    if isinstance(value, _ReadOnlyList):
+        return list(value)
+    return value
+
+
 def _name_value(name: str) -> Value:
     return Value(_STRING, TensorData("strings", [name]))
 
 
 def _read_inputs(op) -> dict:
     kept = _INPUTS.__get__(op)
-    return {kept[i]: [b] if type(b := kept[i + 1]) is str else list(b) for i in range(0, len(kept), 2)}
+    return _ReadOnlyDict({kept[i]: _ReadOnlyList((b,) if type(b := kept[i + 1]) is str else b)
+                          for i in range(0, len(kept), 2)})
 
 
 def _read_outputs(op) -> list:
     kept = _OUTPUTS.__get__(op)
-    return list(kept) if type(kept) is tuple else [kept]
+    return _ReadOnlyOutputs(kept if type(kept) is tuple else (kept,))
 
 
 def _read_attributes(op) -> dict:
     kept = _ATTRIBUTES.__get__(op)
     if type(kept) is str:
-        return {"name": _name_value(kept)}
-    return {kept[i]: _name_value(kept[i + 1]) if kept[i] == "name" else kept[i + 1] for i in range(0, len(kept), 2)}
+        return _ReadOnlyAttributes(name=_name_value(kept))
+    return _ReadOnlyAttributes({kept[i]: _name_value(kept[i + 1]) if kept[i] == "name" else kept[i + 1]
+                                for i in range(0, len(kept), 2)})
 
 
 def _read_name(op) -> str | None:
@@ -101,18 +161,19 @@ class CompactOperation(Operation):
     __slots__ = ()
 
     def __new__(cls, *args, **kwargs):
-        """Made with arguments (dataclasses.replace does so): an ordinary Operation."""
-        return Operation(*args, **kwargs)
+        """Made with arguments (dataclasses.replace does so): an ordinary Operation, whose
+        fields are ordinary dicts and lists."""
+        return Operation(*map(_plain, args), **{key: _plain(value) for key, value in kwargs.items()})
 
     inputs = _until_written("inputs", _read_inputs)
     outputs = _until_written("outputs", _read_outputs)
     attributes = _until_written("attributes", _read_attributes)
-    blocks = _until_written("blocks", lambda op: [])
+    blocks = _until_written("blocks", lambda op: _NO_BLOCKS)
     name = _until_written("name", _read_name)
 
     def _expand(self) -> None:
         """Become an ordinary Operation, with the same contents."""
-        inputs, outputs, attributes = self.inputs, self.outputs, self.attributes
+        inputs, outputs, attributes = _plain(self.inputs), _plain(self.outputs), _plain(self.attributes)
         self.__class__ = Operation
         self.inputs, self.outputs, self.attributes, self.blocks = inputs, outputs, attributes, []
 
@@ -126,4 +187,4 @@ class CompactOperation(Operation):
 
     def __reduce__(self):
         """Copied or pickled as the ordinary Operation it stands for."""
-        return Operation, (self.type, self.inputs, self.outputs, self.blocks, self.attributes, self.loc)
+        return Operation, (self.type, _plain(self.inputs), _plain(self.outputs), [], _plain(self.attributes), self.loc)
