@@ -8,7 +8,7 @@ import os
 import sys
 
 import pytest
-from conftest import HERE, case_id, corpus_files
+from conftest import HERE, case_id, corpus_files, needs_coremltools
 
 import miltext
 from miltext.infer import infer
@@ -62,6 +62,7 @@ def test_a_conversion_prints_and_parses_back_to_its_bytes(path):
 @pytest.mark.parametrize("path", CONVERSIONS, ids=case_id)
 def test_a_conversion_comes_back_from_the_sugar(path):
     data = read(path)
+    needs_coremltools("the conversions hold ops only coremltools' inference types (lstm, upsample_bilinear)")
     got, _ = infer_coverage.reinfer(data)
     assert got == data
 
@@ -178,6 +179,7 @@ def test_a_run_time_size_where_a_constant_is_wanted_is_an_error_at_its_line(op):
 def test_coremltools_is_given_the_run_time_sizes_it_would_have_known():
     """An op left to coremltools (random_uniform has no native rule) gets a shape computed at
     run time as a value it knows in part, as it did when it converted the model."""
+    needs_coremltools("random_uniform is typed by coremltools' inference")
     program = miltext.loads("""main[CoreML7](%x: (?, 7, fp32)) {
   block0() {
     %s = shape(x=%x)

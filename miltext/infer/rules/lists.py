@@ -4,7 +4,8 @@ from __future__ import annotations
 from ...ir import ListType, TensorType
 from ..errors import InferenceError
 from ..registry import rule
-from ..shapes import tensor
+from ..operands import misfit
+from ..shapes import MAX_ELEMENTS, tensor
 from ..symbols import Sym
 
 
@@ -20,6 +21,8 @@ def make_list(ops):
     dims = [d if isinstance(d, Sym) else int(d)
             for d in (v.reshape(-1)[0] for v in map(_known, ops.values("elem_shape")))]
     length = ops.scalar("init_length", default=1, of=int)
+    if isinstance(length, int) and not 0 <= length <= MAX_ELEMENTS:
+        raise misfit("init_length", f"init_length must be from 0 to {MAX_ELEMENTS:,}, not {length}")
     return [ListType(tensor(ops.dtype("dtype", default="fp32"), dims), int(length))]
 
 
