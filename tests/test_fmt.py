@@ -147,7 +147,8 @@ def _token_ends(text: str) -> list[int]:
     after a string: a raw string ends at the quote that a comma or bracket follows, so a comment
     there would change where it ends (`"say "hi""  # note` is not the string `say "hi"`)."""
     from lark import Lark
-    from miltext.text.mil.parser import _COREMLTOOLS_PRINT, _RAW_OVERRIDES, grammar_text
+    from miltext.text.grammars import grammar_text
+    from miltext.text.mil.parser import _COREMLTOOLS_PRINT
     raw = looks_like_coremltools_print(text)
     if raw not in _LEXERS:
 
@@ -161,7 +162,7 @@ def _token_ends(text: str) -> list[int]:
                         self.ends.append(tok.end_pos)
                     yield tok
 
-        grammar = grammar_text().replace("| SIMPLE_OPS -> simple_ops", "") + (_RAW_OVERRIDES if raw else "")
+        grammar = grammar_text(raw=raw).replace("| SIMPLE_OPS -> simple_ops", "")
         recorder = Recorder()
         _LEXERS[raw] = Lark(grammar, parser="lalr", lexer="contextual", postlex=recorder), recorder
     lark, recorder = _LEXERS[raw]

@@ -23,17 +23,6 @@ from ..messages import describe_expected
 from ..modelmil.words import looks_like_modelmil
 from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, mil_hint, source_line  # noqa: F401 - source_line is public here
 
-# coremltools' print writes strings and names raw: a string ends at a quote that a comma or a
-# closing bracket follows, and goes on over a line break unless the next line starts a statement
-# (an op's %name, a `}`), which a `)` left out before it would otherwise swallow; a name runs up
-# to the colon-space before its type.
-_RAW_OVERRIDES = r"""
-%override STRING: /"([^"\n]|"(?![,)\]]|\s*\))|\n(?![ \t]*[%}]))*"(?=\s*[,)\]])|"[^"\n]*"/ | /'([^'\\\n]|\\.)*'/
-%override VAR: /%([^\s,()\[\]=:]|:(?!\s))+/
-%override ARG_REF: /[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*%([^\s,()\[\]=:]|:(?!\s))+/
-"""
-
-
 class _Tracker:
     """Lark post-lexer that, when asked, remembers the latest token, so that an error found
     while building the object model can point near its place. Off, it costs nothing: the
@@ -56,7 +45,7 @@ class _Tracker:
 
 class _Parser:
     def __init__(self, raw: bool):
-        text = grammar_text() + (_RAW_OVERRIDES if raw else "")
+        text = grammar_text(raw=raw)   # raw: the flavour that reads coremltools' print
         self.tracker = _Tracker()
         self.builder = _Builder(raw_strings=raw)
         self.tracker.builder = self.builder
