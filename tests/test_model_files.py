@@ -113,6 +113,7 @@ def test_model_without_program_folder_still_knows_its_weights(tmp_path):
 
 def test_model_proto_agrees_with_coremltools_field_by_field():
     """Every message, field and enum value of miltext's Model.proto is coremltools' own."""
+    pytest.importorskip("coremltools")
     from coremltools.proto import Model_pb2  # noqa: F401 (registers coremltools' schema)
     from google.protobuf import descriptor_pool
     theirs_pool = descriptor_pool.Default()
