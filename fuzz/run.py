@@ -166,7 +166,7 @@ def _check_rename(text: str, a, pos: tuple, edits: list) -> None:
     """The renamed text parses as the program of `text` with the renamed var's uses renamed."""
     from miltext.errors import ParseError
     from miltext.model.text import parse_model
-    from miltext.refs import resolve
+    from miltext.ir.scopes import resolve
     from miltext.text.lexemes import var_name
     try:
         before = parse_model(text).program

@@ -166,6 +166,11 @@ def test_a_reference_cannot_go_into_a_program_file(checkpoint, tmp_path):
     result = run("build", "model.mil", "-o", "p.pb", cwd=tmp_path)
     assert_clean_failure(result)
     assert result.stderr.startswith("model.mil:3:54: error: a weight in w1.npy is read when a package is built")
+    # the way out it names exists, and does what it says
+    assert "miltext.model.write_model" in result.stderr
+    model = miltext.model.read_model(str(tmp_path / "model.mil"))
+    miltext.model.write_model(model, str(tmp_path / "p.mlpackage"))
+    assert (tmp_path / "p.mlpackage" / "Data" / "com.apple.CoreML" / "weights" / "weight.bin").stat().st_size > 64
 
 
 def test_a_bf16_checkpoint_builds(tmp_path):

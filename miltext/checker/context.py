@@ -2,7 +2,7 @@
 source text for exact places, the weight files, and the list the findings go to."""
 from __future__ import annotations
 
-from ..refs import Reference, resolve
+from ..ir.scopes import Reference, resolve
 from ..text import lexemes
 from .diagnostics import Diagnostic, located, note
 from .locate import Locator

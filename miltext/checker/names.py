@@ -1,5 +1,5 @@
 """Names and scopes: every use names a visible definition, each scope defines a name once,
-and names are plain identifiers. Scoping itself is miltext.refs (one implementation for
+and names are plain identifiers. Scoping itself is miltext.ir.scopes (one implementation for
 `check` and `to_proto(strict=True)`)."""
 from __future__ import annotations
 

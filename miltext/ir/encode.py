@@ -36,7 +36,7 @@ def _native_bytes(program, strict: bool) -> bytes | None:
 
 
 def _check_references(program) -> None:
-    from ..refs import undefined_references
+    from .scopes import undefined_references
     missing = undefined_references(program)
     if missing:
         raise ProgramError.at(missing[0][1], f"%{missing[0][0]} is not defined" + (
@@ -205,8 +205,8 @@ def value(v: Value, msg, where=None) -> None:
     if isinstance(data, WeightRef):
         raise ProgramError.at(data.loc or getattr(where, "loc", None),
                               f"a weight in {data.path} is read when a package is built; build a .mlpackage "
-                              "(miltext build FILE -o X.mlpackage) or resolve it first "
-                              "(miltext.model.weight_refs.resolve)")
+                              "(miltext build FILE -o X.mlpackage, or miltext.model.write_model "
+                              "from Python), which copies it into the weight file")
     imm = msg.immediateValue
     if isinstance(data, TensorData):
         tensor(data, imm.tensor)  # which sets imm

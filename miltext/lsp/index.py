@@ -1,7 +1,7 @@
 """Every name written in a text, where it is, and which declaration it refers to: what hover,
 go to definition, references, rename, highlight and completion answer from.
 
-The scoping is miltext.refs's (a block sees its function's inputs, its enclosing blocks' names
+The scoping is miltext.ir.scopes's (a block sees its function's inputs, its enclosing blocks' names
 defined before it, its own inputs and earlier outputs; a later definition replaces an earlier
 one), applied to places in the text instead of to the object model: the language server must
 answer at once after an edit, and refs walks the whole program. A declaration is visible from

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the object model's encoder imports this module
-    from .ir import Block, Program, Var
+    from .program import Block, Program, Var
 
 
 class Scope:
