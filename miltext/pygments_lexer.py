@@ -12,17 +12,16 @@ from pygments.lexer import RegexLexer, bygroups, words
 from pygments.token import (Comment, Generic, Keyword, Name, Number, Operator, Punctuation,
                             String, Whitespace)
 
-from .dtypes import ALIASES, NAMES
-from .text.lexemes import KEYWORDS
+from .text import lexicon
 
-# The dtype words the grammar reads: the names, and the aliases that are keywords (str, int).
-DTYPE_WORDS = sorted({*NAMES, *(a for a in ALIASES if a in KEYWORDS)}, key=lambda w: (-len(w), w))
+# The dtype words the grammar reads: the names, unused, and coremltools' str and int.
+DTYPE_WORDS = sorted({*lexicon.DTYPE_NAMES, *lexicon.OTHER_DTYPE_WORDS}, key=lambda w: (-len(w), w))
 _NOT_AFTER = r"(?<![\w.%])"   # not the middle of a longer name
-_NOT_BEFORE = r"(?![\w.@/])"
-NAME = r"[A-Za-z_][A-Za-z0-9_.]*"
-IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-QNAME = r'"(?:[^"\\\n]|\\.)*"'
-VAR = r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)'
+_NOT_BEFORE = f"(?!{lexicon.VAR_CHAR})"
+NAME = lexicon.NAME
+IDENT = lexicon.IDENT
+QNAME = lexicon.STRING
+VAR = lexicon.VAR
 DTYPE = words(DTYPE_WORDS, prefix=_NOT_AFTER, suffix=_NOT_BEFORE).get() + "|" + _NOT_AFTER + r"dtype[0-9]+"
 # A function or block header: NAME[OPSET]( then an input, the end of the line, or `) ... {`.
 _HEADER = r"(\s*)(?:(\[)(\s*)(" + NAME + "|" + QNAME + r")?(\s*)(\]))?(?=\s*\((?:\s*%|\s*$|\s*\)\s*(?:\[.*\])?\s*\{))"

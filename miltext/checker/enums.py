@@ -2,6 +2,8 @@
 type inference refuses any other), and the dtype names people write for MIL's."""
 from __future__ import annotations
 
+from ..text.lexicon import DTYPE_NAMES
+
 _PAD_TYPES = ("valid", "same", "custom", "same_lower")
 _SAMPLING = ("STRICT_ALIGN_CORNERS", "ALIGN_CORNERS", "UNALIGN_CORNERS", "DEFAULT", "OFFSET_CORNERS")
 _RNN_ACTIVATIONS = ("tanh", "scaled_tanh", "sigmoid", "hard_sigmoid", "relu", "linear")
@@ -54,7 +56,3 @@ def allowed(op_type: str, key: str, opset: str):
         found = DTYPE_NAMES
     return found
 
-
-DTYPE_NAMES = ("bool", "string", "fp16", "fp32", "fp64", "bf16", "int4", "int8", "int16", "int32",
-               "int64", "uint1", "uint2", "uint3", "uint4", "uint6", "uint8", "uint16", "uint32",
-               "uint64", "fp8e4m3fn", "fp8e5m2")

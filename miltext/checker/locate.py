@@ -12,8 +12,10 @@ import re
 from array import array
 
 from ..text import lexemes
+from ..text.lexicon import VAR_CHAR
 
-_NAME_CHAR = r"A-Za-z0-9_.@/"
+# not after a %name's character, a quote or a %: the start of a name, not its middle
+_NAME_START = rf'(?<!{VAR_CHAR}|["%])'
 
 
 class Locator:
@@ -51,7 +53,7 @@ class Locator:
         if line is None:
             return loc
         spelled = "|".join(re.escape(s) for s in {op_type, lexemes.name(op_type)})
-        found = re.compile(rf"(?<![{_NAME_CHAR}\"%])(?:{spelled})\s*\(").search(line, loc[1] - 1)
+        found = re.compile(rf"{_NAME_START}(?:{spelled})\s*\(").search(line, loc[1] - 1)
         return (loc[0], found.start() + 1) if found else loc
 
     def reference(self, loc: tuple | None, name: str, key: str | None = None) -> tuple | None:
@@ -100,13 +102,13 @@ class Locator:
         if line is None:
             return None
         spelled = "|".join(re.escape(s) for s in {key, lexemes.name(key)})
-        return re.compile(rf"(?<![{_NAME_CHAR}\"%])(?:{spelled})\s*=").search(line, loc[1] - 1)
+        return re.compile(rf"{_NAME_START}(?:{spelled})\s*=").search(line, loc[1] - 1)
 
 
 def _find_var(line: str, name: str, start: int) -> int | None:
     """1-based column of `%name` (bare, quoted or raw) in `line` from `start`, or None."""
     for spelled in {lexemes.var(name), "%" + name}:
-        pattern = re.escape(spelled) + ("" if spelled.endswith('"') else rf"(?![{_NAME_CHAR}])")
+        pattern = re.escape(spelled) + ("" if spelled.endswith('"') else f"(?!{VAR_CHAR})")
         found = re.compile(pattern).search(line, start)
         if found:
             return found.start() + 1

@@ -88,10 +88,5 @@ def make_explicit(model, path: str, progress=None) -> None:
 
 def _untyped_ops(program) -> int:
     """How many ops have an output the text gives no type: the work inference has to do."""
-    count, blocks = 0, [b for fn in program.functions.values() for b in fn.blocks.values()]
-    while blocks:
-        block = blocks.pop()
-        for op in block.operations:
-            count += any(v.type is None for v in op.outputs)
-            blocks.extend(op.blocks)
-    return count
+    from ..ir.walk import operations
+    return sum(any(v.type is None for v in op.outputs) for op in operations(program))

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..dtypes import NAMES as DTYPES
+from ..text import lexicon
 from . import ophelp
 
 _WORD = re.compile(r'[A-Za-z0-9_.]*\Z')
@@ -15,7 +16,7 @@ _AT_OP_TYPE = {
     False: re.compile(r'\s*%[^=(]*=\s*[A-Za-z_][\w.]*\Z|\s*%[^=(]*=\s*\Z'),
     True: re.compile(r'\s*[a-z][^=(]*>\s*[A-Za-z_]\w*(?:\s*,[^=(]*)?\s*=\s*[\w.]*\Z'),
 }
-_VAR_PREFIX = re.compile(r'%[A-Za-z0-9_.@/]*\Z')
+_VAR_PREFIX = re.compile(f'%{lexicon.VAR_CHAR}*\\Z')
 _TYPE_ITEM = {False: re.compile(r':\s*\([^()=]*\Z'), True: re.compile(r'(?:tensor|list|state)<[\w]*\Z')}
 
 

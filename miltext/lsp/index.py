@@ -19,6 +19,7 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from ..text import lexicon
 from ..text.lexemes import quote, var_name
 from .layout import marks_of
 from .source import BARE_NAME, RAW_VAR, VAR
@@ -244,9 +245,8 @@ def _pieces(found) -> tuple:
 _NAME_PATTERN = {"mil": VAR, "raw": RAW_VAR, "modelmil": BARE_NAME}
 # A name, or what is stepped over whole on a line: a string (a print's are raw, as its parser
 # reads them) or a comment, so that a name inside one is not taken for a use.
-_STEP_OVER = {"mil": r'"(?:[^"\\\n]|\\.)*"?|#.*',
-              "raw": r'"(?:[^"\n]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"?|#.*',
-              "modelmil": r'"(?:[^"\\\n]|\\.)*"?'}
+_STEP_OVER = {"mil": lexicon.STRINGS_TO_EOL + "|#.*", "raw": lexicon.RAW_STRINGS_TO_EOL + "|#.*",
+              "modelmil": lexicon.STRING_TO_EOL}
 _NAMES_ON_A_LINE = {syntax: re.compile(f"(?P<name>{pattern.pattern})|{_STEP_OVER[syntax]}")
                     for syntax, pattern in _NAME_PATTERN.items()}
 

@@ -12,17 +12,18 @@ from bisect import bisect_right
 
 import numpy as np
 
+from ..text import lexicon
 from .positions import line_starts, offset_of, place_of, same_lines
 
-VAR = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)')
+VAR = re.compile(lexicon.VAR)
 # a coremltools print writes a name raw, up to the colon-space before its type (as its parser reads it)
-RAW_VAR = re.compile(r'%(?:[^\s,()\[\]=:]|:(?!\s))+')
+RAW_VAR = re.compile(lexicon.RAW_VAR)
 BARE_NAME = re.compile(r'(?<![\w."])[A-Za-z_][A-Za-z0-9_]*(?![\w"]|\s*(?:=(?!=)|[(<]))')
 # One token at an error's place: a var, a string, a word or number, else one character.
-_TOKEN = re.compile(r'%(?:"(?:[^"\\\n]|\\.)*"|[A-Za-z0-9_.@/]+)|"(?:[^"\\\n]|\\.)*"?'
+_TOKEN = re.compile(f'{lexicon.VAR}|{lexicon.STRING_TO_EOL}'
                     r'|[A-Za-z0-9_.+\-]+|\S')
-# What the brace scanner steps over: strings and comments whole, other text in runs.
-_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|#[^\n]*|[^"\'#(){}\[\]]+|.', re.S)
+# The brace scanner: strings and comments whole, each bracket alone.
+_SCAN = lexicon.scanner()
 _OPEN, _CLOSE = ("(", "[", "{"), (")", "]", "}")
 _OUTPUTS = re.compile(r'\s*->\s*\((?:"(?:[^"\\]|\\.)*"|[^)"])*\)')
 

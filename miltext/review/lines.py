@@ -13,17 +13,17 @@ import re
 from dataclasses import dataclass, field
 
 from ..ir import DEFAULT_WEIGHT_FILE, Blob, TensorType
-from ..text import lexemes
+from ..text import lexemes, lexicon
 from ..text.blob_layout import Layout
 
 # A string, a var (bare or quoted), or a blob reference, as the canonical printer writes them.
-_STRING = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_STRING = lexicon.STRING
 _TOKEN = re.compile(rf'(?=[(%n"])(?:(?P<blob>\(blob(?:\((?P<file>{_STRING})?(?:, )?(?P<offset>[0-9]+)?\))?\))' 
-                    rf'|(?P<var>%(?:{_STRING}|[A-Za-z0-9_.@/]+))(?P<decl>: )?'
+                    rf'|(?P<var>{lexicon.VAR})(?P<decl>: )?'
                     rf'|(?P<name>(?<=[(\s])name=)(?P<value>{_STRING})(?=[,)])'
                     rf'|{_STRING})')
-_OP = re.compile(rf'= ((?:[A-Za-z_][A-Za-z0-9_.]*|{_STRING}))\(')
-_BARE_OP = re.compile(rf' {{4,}}((?:[A-Za-z_][A-Za-z0-9_.]*|{_STRING}))\(')
+_OP = re.compile(rf'= ((?:{lexicon.NAME}|{_STRING}))\(')
+_BARE_OP = re.compile(rf' {{4,}}((?:{lexicon.NAME}|{_STRING}))\(')
 _BLOCK = re.compile(r'block[0-9]+[(\[]')
 _BLOB_TYPE = re.compile(r'\(((?:[0-9]+, )*)([a-z0-9]+)\)$')   # `(32, 8, fp16)` right before `(blob`
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import lexemes
+from ..text import lexemes, lexicon
 from ..text.mil import printer
 
 WIDTH = 100
@@ -84,7 +84,7 @@ def _comments(comments: list, indent: str) -> str:
                    for n, c in enumerate(comments))
 
 
-_NEXT_ARGUMENT = re.compile(r'[)\]]*, (?=(?:[A-Za-z_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")=)')
+_NEXT_ARGUMENT = re.compile(rf'[)\]]*, (?=(?:{lexicon.NAME}|{lexicon.STRING})=)')
 
 
 def _lay_out(text: str, found: list, column: int, call: int) -> tuple[str, bool]:

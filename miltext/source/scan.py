@@ -9,13 +9,9 @@ import bisect
 import itertools
 import re
 
-# Comments and strings (escaped, as miltext writes them; b64"..." is one too), then brackets.
-_STRING = r"""("[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\\\n]*(?:\\.[^'\\\n]*)*')"""
-# coremltools' print: strings and %names are raw (see text.mil.parser._RAW_OVERRIDES).
-_RAW_STRING = r"""%(?:[^\s,()\[\]=:]|:(?!\s))+|("(?:[^"]|"(?![,)\]]|\s*\)))*"(?=\s*[,)\]])|"[^"\n]*"|'(?:[^'\\\n]|\\.)*')"""
-_TRIVIA = {False: re.compile(r"(#[^\n]*)|" + _STRING), True: re.compile(r"(#[^\n]*)|" + _RAW_STRING)}
-_BRACKETS = {raw: re.compile(pattern.pattern + r"|([(\[{])|([)\]}])") for raw, pattern in _TRIVIA.items()}
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(?=[ \t]*=(?!=))")
+from ..text import lexicon
+
+_KEY = re.compile(lexicon.NAME + r"(?=[ \t]*=(?!=))")
 
 
 class Comment:
@@ -37,14 +33,16 @@ class Scan:
         self.text, self.raw = text, raw
         self.comments: list[Comment] = []
         self.strings: list[int] = []         # start, end, start, end, ... of each string
-        for m in _TRIVIA[raw].finditer(text):
-            comment, string = m.groups()
-            if string:
+        # comments and strings (lexicon.scanner: escaped as miltext writes them, or raw as
+        # coremltools' print does; b64"..." is a string too)
+        for m in lexicon.scanner(raw, brackets=False).finditer(text):
+            kind = m.lastgroup
+            if kind == "string":
                 self.strings += m.span()
-            elif comment:
+            elif kind == "comment":
                 start = m.start()
                 line_start = text.rfind("\n", 0, start) + 1
-                self.comments.append(Comment(start, m.end(), comment, not text[line_start:start].strip()))
+                self.comments.append(Comment(start, m.end(), m.group(), not text[line_start:start].strip()))
         self._comment_starts = [c.start for c in self.comments]
         self.line_starts = [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))][:-1]
 
@@ -76,8 +74,8 @@ class Scan:
         return None
 
     def _brackets(self, start: int):
-        for m in _BRACKETS[self.raw].finditer(self.text, start):
-            if m.group(3) or m.group(4):
+        for m in lexicon.scanner(self.raw).finditer(self.text, start):
+            if m.lastgroup == "open" or m.lastgroup == "close":
                 yield m.start(), m.group()
 
     def code_end(self, before: int, after: int = 0) -> int:

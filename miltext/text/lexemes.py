@@ -10,17 +10,15 @@ from ..lazy import numpy as np
 from .. import packing
 from ..dtypes import DType
 from ..ir.values import decode_tensor
+from . import lexicon
 
 # Words the grammar gives a meaning; a name spelled like one of them is printed quoted.
 KEYWORDS = frozenset("""program model version doc List Tuple Dict State unknown Tensor Scalar blob
     immediate rank dict True False true false inf nan""".split()) | frozenset(
-    ["bool", "string", "fp16", "fp32", "fp64", "bf16", "int4", "int8", "int16", "int32",
-     "int64", "uint1", "uint2", "uint3", "uint4", "uint6", "uint8", "uint16", "uint32", "uint64",
-     "fp8e4m3fn", "fp8e5m2", "unused", "str", "int", "floats", "ints", "bools", "strings",
-     "longInts", "doubles", "bytes", "tensor", "tuple", "list"])
+    lexicon.DTYPE_NAMES + lexicon.OTHER_DTYPE_WORDS + lexicon.STORAGE_WORDS)
 
-_BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
-_BARE_VAR = re.compile(r"[A-Za-z0-9_.@/]+\Z")
+_BARE_NAME = re.compile(lexicon.NAME + r"\Z")
+_BARE_VAR = re.compile(lexicon.VAR_CHAR + r"+\Z")
 _DTYPE_LIKE = re.compile(r"dtype[0-9]+\Z")
 _PLAIN = re.compile(r'[^\\"\x00-\x1f\x7f-\x9f]*\Z')
 _NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f-\x9f]|[^\x00-\x7e]')

@@ -20,20 +20,13 @@ import re
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ..errors import ParseError
+from .lexicon import scanner
 from .messages import describe_token
 
 MAX_ERRORS = 20
 
 _CLOSER_OF = {"(": ")", "[": "]", "{": "}"}
 _OPENER_OF = {v: k for k, v in _CLOSER_OF.items()}
-
-# What the bracket scan steps over: strings (to the end of the line when their quote is never
-# closed) and comments. Raw strings (coremltools' print) have no escapes.
-_ESCAPED = r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?'
-# (as the raw lexer of parser.py reads them: over a line break that does not start a statement)
-_RAW = r'"(?:[^"\n]|"(?![,)\]]|\s*\))|\n(?![ \t]*[%}]))*"(?=\s*[,)\]])|"[^"\n]*"?|\'[^\'\n]*\'?'
-_SCANS = {raw: re.compile(f"{strings}|#[^\\n]*|[()\\[\\]{{}}]") for raw, strings in
-          ((False, _ESCAPED), (True, _RAW))}
 
 
 class LocatedError(Exception):
@@ -100,10 +93,9 @@ def collect_errors(text: str, filename: str | None, parse_once, raw: bool = Fals
 def _delimiters(text: str, raw: bool, end: int | None = None):
     """(offset, char) of each bracket and brace of the text (up to `end`), outside strings and
     comments."""
-    for m in _SCANS[raw].finditer(text, 0, len(text) if end is None else end):
-        char = m.group()
-        if len(char) == 1 and char not in "\"'#":
-            yield m.start(), char
+    for m in scanner(raw).finditer(text, 0, len(text) if end is None else end):
+        if m.lastgroup == "open" or m.lastgroup == "close":
+            yield m.start(), m.group()
 
 
 def _brackets_open(depth: int, char: str) -> int:

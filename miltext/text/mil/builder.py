@@ -13,7 +13,7 @@ from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, Functio
 from ...ir.compact import compact
 from ...ir.types import MISSING, NO_ATTRIBUTES
 from ..section_syntax import Call, Feature, Section
-from .. import blob_layout, lexemes
+from .. import blob_layout, lexemes, lexicon
 from ..parse_errors import BuildFailure, place_of
 from ..literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit,
                         LiteralError, NumLit, Ref, default_value, prepared, storage_escape,
@@ -866,11 +866,11 @@ class _Builder(Transformer):
 
 
 # The parts of a SIMPLE_OP token (grammar/mil.lark), which has already matched as a whole.
-_SIMPLE_HEAD = re.compile(r"%([A-Za-z0-9_.@/]+):[ \t]*(\([^)]*\))[ \t]*=[ \t]*([A-Za-z_][A-Za-z0-9_]*)\(")
-_NEXT_ARG = r"(?=,[ \t]*[A-Za-z_][A-Za-z0-9_.]*=|$)"
-_SIMPLE_ARG = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=(%[A-Za-z0-9_.@/]+|'
-                         r'\[[ \t0-9.eE+\-,\[\]naif]*\]' + _NEXT_ARG + '|'
-                         r'"[^"\\\n]*"|'
+_SIMPLE_HEAD = re.compile(rf"%({lexicon.VAR_CHAR}+):[ \t]*(\([^)]*\))[ \t]*=[ \t]*({lexicon.IDENT})\(")
+_NEXT_ARG = rf"(?=,[ \t]*{lexicon.NAME}=|$)"
+_SIMPLE_ARG = re.compile(f'({lexicon.NAME})=({lexicon.BARE_VAR}|'
+                         r'\[[ \t0-9.eE+\-,\[\]naif]*\]' + _NEXT_ARG + '|' +
+                         lexicon.PLAIN_STRING + '|'
                          r'\(%[^)]*\)|'                                     # (%a, %b)
                          r'\([^()]*\)\(blob(?:\([0-9]+\))?\)|'            # (64, 8, fp16)(blob(64))
                          r'[a-z0-9]+\((?:\[[^=]*?\]|[^,()]*)\)' + _NEXT_ARG + '|'  # fp16([1.0, 2.0])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ... import dtypes
+from .. import lexicon
 
 # The proto's opset (Function.opset, the key of its block) and its model.mil spelling.
 # CoreML3 and CoreML4 (iOS 13 and 14) are MIL opsets that no ML program uses (those need iOS 15),
@@ -33,7 +34,7 @@ KEYWORDS = frozenset("""any bool program func tensor list dict tuple true false 
     d for d in dtypes.NAMES if d != "unused")
 NESTED_BLOCK = "block"
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_IDENTIFIER = re.compile(lexicon.IDENT + r"\Z")
 # model.mil starts `program(1.0)`; miltext's own header is `program(version=...)` (a comment or a
 # line break may come between). A first word `program` that no parenthesis follows is model.mil
 # gone wrong (`program1.0)`, `program](1.3)`).
