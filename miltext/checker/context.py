@@ -3,6 +3,7 @@ source text for exact places, the weight files, and the list the findings go to.
 from __future__ import annotations
 
 from ..ir.scopes import Reference, resolve
+from ..ir.walk import blocks, operations
 from ..text import lexemes
 from .diagnostics import Diagnostic, located, note
 from .locate import Locator
@@ -19,7 +20,10 @@ class Context:
         self.resolution = resolve(program)
         self.blocks: list = []          # (function name, opset key, block), in program order
         self.ops: list = []             # (function name, opset key, op), in program order
-        self._walk()
+        for fn_name, fn in program.functions.items():
+            for key, top in fn.blocks.items():
+                self.blocks.extend((fn_name, key, block) for block in blocks(top))
+                self.ops.extend((fn_name, key, op) for op in operations(top))
         self._targets: dict | None = None
         # coremltools' print never shows a const op but always an op's name and output types,
         # and real programs always have consts: a program with none, every op named and typed,
@@ -28,18 +32,6 @@ class Context:
         self.from_print = not any(op.type == "const" for _, _, op in self.ops) and all(
             "name" in op.attributes and all(v.type is not None for v in op.outputs)
             for _, _, op in self.ops)
-
-    def _walk(self) -> None:
-        for fn_name, fn in self.program.functions.items():
-            for key, top in fn.blocks.items():
-                self._visit(fn_name, key, top)
-
-    def _visit(self, fn_name: str, key: str, block) -> None:
-        self.blocks.append((fn_name, key, block))
-        for op in block.operations:
-            self.ops.append((fn_name, key, op))
-            for inner in op.blocks:
-                self._visit(fn_name, key, inner)
 
     # ---- what names refer to ----
     def target(self, site, key: str | None, index: int):

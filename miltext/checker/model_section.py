@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ..ir import DictType, StateType, TensorType
+from ..ir.walk import operations
 from .compat import describe
 from .context import Context, count, var
 
@@ -276,23 +277,16 @@ def _inferred(fn, names) -> dict:
     from ..errors import ProgramError
     from ..infer import infer
     from ..ir import Program
-    untyped = [v for b in fn.blocks.values() for v in _outputs(b) if v.type is None]
+    untyped = [v for op in operations(fn) for v in op.outputs if v.type is None]
     try:
         infer(Program({"main": fn}))
     except (ProgramError, RecursionError):
         pass    # what inference cannot type is left unchecked here, and reported elsewhere
     try:
-        return {v.name: v.type for v in _outputs(fn.block) if v.name in names}
+        return {v.name: v.type for op in operations(fn.block) for v in op.outputs if v.name in names}
     finally:
         for v in untyped:
             v.type = None
-
-
-def _outputs(block):
-    for op in block.operations:
-        yield from op.outputs
-        for inner in op.blocks:
-            yield from _outputs(inner)
 
 
 def _list(names) -> str:

@@ -5,6 +5,7 @@ An op with a name is explicit: its literals stay value bindings, as a proto may 
 from __future__ import annotations
 
 from ..ir import Operation, Value, Var
+from ..ir.walk import blocks, operations
 
 
 def complete(program) -> None:
@@ -19,8 +20,7 @@ def fill_names(program) -> None:
 
 
 def _nameless(program) -> list:
-    return [op for block in blocks(program) for op in block.operations
-            if "name" not in op.attributes and op.outputs]
+    return [op for op in operations(program) if "name" not in op.attributes and op.outputs]
 
 
 def keeps_values(op_type: str, key: str) -> bool:
@@ -79,15 +79,3 @@ def _defined_names(program) -> set:
         for op in block.operations:
             names.update(v.name for v in op.outputs)
     return names
-
-
-def blocks(program):
-    """Every block, nested ones included, in program order."""
-    def visit(block):
-        yield block
-        for op in block.operations:
-            for inner in op.blocks:
-                yield from visit(inner)
-    for fn in program.functions.values():
-        for block in fn.blocks.values():
-            yield from visit(block)

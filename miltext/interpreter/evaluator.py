@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import InputError
 from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, WeightRef
+from ..ir.walk import blocks, operations
 from .args import Args
 from .errors import RunError
 from .limits import Limits, size_text
@@ -207,8 +208,7 @@ def _as_declared(vtype, value):
 
 def _complete_types(program) -> None:
     """Shorthand leaves output types out: infer them, so results take the declared dtypes."""
-    if all(var.type is not None for fn in program.functions.values() for b in fn.blocks.values()
-           for op in _ops(b) for var in op.outputs):
+    if all(var.type is not None for op in operations(program) for var in op.outputs):
         return
     from ..infer import infer
     from ..infer.errors import InferenceError
@@ -220,18 +220,9 @@ def _complete_types(program) -> None:
 
 def _reads(op):
     """The names an op reads: its inputs, and what its nested blocks read from outside."""
-    for bindings in op.inputs.values():
-        for b in bindings:
-            if isinstance(b, str):
-                yield b
-    for inner in op.blocks:
+    for each in (op, *operations(op)):
+        for bindings in each.inputs.values():
+            yield from (b for b in bindings if isinstance(b, str))
+    for inner in blocks(op):
         yield from inner.outputs
-        for nested in inner.operations:
-            yield from _reads(nested)
 
-
-def _ops(block):
-    for op in block.operations:
-        yield op
-        for inner in op.blocks:
-            yield from _ops(inner)

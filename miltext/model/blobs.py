@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..ir import Blob, StateType, TensorType
+from ..ir.walk import operations
 from ..text.blob_layout import values
 from ..errors import InputError
 from ..files import UnsafePathError, join_inside
@@ -160,7 +161,7 @@ def replace_const(path: str, name: str, values) -> None:
     from .io import read_model
     from .weights import replace_blob
     model = read_model(path)
-    for op in _ops(model.program):
+    for op in operations(model.program):
         label = op.attributes.get("name")
         val = op.attributes.get("val")
         if op.type == "const" and label is not None and label.data is not None and \
@@ -171,13 +172,3 @@ def replace_const(path: str, name: str, values) -> None:
             return
     raise KeyError(f"{path}: no const named {name!r}")
 
-
-def _ops(program):
-    def block_ops(block):
-        for op in block.operations:
-            yield op
-            for inner in op.blocks:
-                yield from block_ops(inner)
-    for fn in program.functions.values():
-        for block in fn.blocks.values():
-            yield from block_ops(block)
