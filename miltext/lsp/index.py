@@ -311,12 +311,8 @@ def _lines_writing(text: str, written: str):
 
 def _ops_of(p):
     """The ops of a piece, with those of the blocks they own."""
-    stack = list(p.ops)
-    while stack:
-        op = stack.pop()
-        yield op
-        for b in op.blocks:
-            stack.extend(b.operations)
+    from ..ir.walk import operations
+    return operations(list(p.ops))
 
 
 def declared_names(p) -> set:
