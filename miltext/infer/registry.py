@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 
+from ..op_families import family_of, load
 from .errors import InferenceError
 from .shapes import within_bounds
 
 _RULES: dict = {}      # op type -> (family, function)
-_loaded = False
+_FAMILIES = f"{__package__}.rules"     # one module of rules per op family
 
 
 # What a rule raises when an input is of a form it does not expect (a list for an axis, a
@@ -20,7 +19,7 @@ SLIPS = (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, Overflo
 
 def rule(*op_types: str):
     def register(fn):
-        family = fn.__module__.rsplit(".", 1)[-1]
+        family = family_of(fn)
 
         @functools.wraps(fn)
         def guarded(ops):
@@ -39,22 +38,13 @@ def rule(*op_types: str):
     return register
 
 
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        from . import rules
-        for info in pkgutil.iter_modules(rules.__path__):
-            importlib.import_module(f"{rules.__name__}.{info.name}")
-        _loaded = True
-
-
 def native(op_type: str):
     """(family, rule) for `op_type`, or None when no native rule covers it."""
-    _load()
+    load(_FAMILIES)
     return _RULES.get(op_type)
 
 
 def covered() -> dict:
     """Op type -> family, for every op a native rule covers."""
-    _load()
+    load(_FAMILIES)
     return {op_type: family for op_type, (family, _) in _RULES.items()}

@@ -2,11 +2,10 @@
 array, or a tuple of arrays for an op with several outputs."""
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from ..op_families import load
 
 _KERNELS: dict = {}
-_loaded = False
+_FAMILIES = f"{__package__}.kernels"     # one module of kernels per op family
 
 
 def kernel(*op_types: str):
@@ -18,12 +17,7 @@ def kernel(*op_types: str):
 
 
 def find(op_type: str):
-    global _loaded
-    if not _loaded:
-        from . import kernels
-        for info in pkgutil.iter_modules(kernels.__path__):
-            importlib.import_module(f"{kernels.__name__}.{info.name}")
-        _loaded = True
+    load(_FAMILIES)
     return _KERNELS.get(op_type)
 
 

@@ -4,13 +4,10 @@ wrong and how). A rule takes the op's Operands and raises Mistake; inputs whose 
 known make it raise Unsupported (from Operands), and then it says nothing."""
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from ...infer.symbols import Sym, concrete, known
+from ...op_families import load
 
 _RULES: dict = {}      # op type -> [function]
-_loaded = False
 
 
 class Mistake(Exception):
@@ -62,9 +59,5 @@ def rule(*op_types: str):
 
 
 def rules_for(op_type: str) -> list:
-    global _loaded
-    if not _loaded:
-        for info in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{info.name}")
-        _loaded = True
+    load(__name__)
     return _RULES.get(op_type, ())

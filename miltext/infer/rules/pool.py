@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..registry import rule
 from ..shapes import tensor
-from .convolution import spatial_out, window
+from .conv import spatial_out, window
 
 
 @rule("avg_pool", "max_pool", "l2_pool")

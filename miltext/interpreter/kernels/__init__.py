@@ -1,1 +1,1 @@
-"""Kernels, one module per family of ops (registered with registry.kernel)."""
+"""Kernels, one module per op family (names: miltext/op_families.py), registered with registry.kernel."""

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..registry import kernel
 from .elementwise import _erf
-from .linalg import wide
+from .linear import wide
 
 
 def _x(a):

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import RunError
 from ..registry import kernel
-from .linalg import wide
+from .linear import wide
 
 
 def pads(a, spatial: tuple, kernel_shape: tuple, strides: list, dilations: list) -> list:

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import RunError
 from ..registry import kernel
-from .linalg import wide
+from .linear import wide
 
 
 def _source(out: int, size: int, rule: str, scale: float | None = None) -> np.ndarray:

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..errors import RunError
 from ..registry import kernel
-from .linalg import wide
+from .linear import wide
 
 
 def _channel(v, ndim):

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..registry import kernel
 from .conv import pads, windows
-from .linalg import wide
+from .linear import wide
 
 
 def _out_size(size: int, k: int, s: int, before: int, after: int, ceil_mode: bool) -> int:

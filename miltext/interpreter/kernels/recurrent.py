@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import RunError
 from ..registry import kernel
 from .activation import _sigmoid
-from .linalg import wide
+from .linear import wide
 
 _ACTIVATIONS = {"sigmoid": _sigmoid, "tanh": np.tanh, "relu": lambda x: np.maximum(x, 0),
                 "linear": lambda x: x, "scaled_tanh": np.tanh, "sigmoid_hard": lambda x: np.clip(0.2 * x + 0.5, 0, 1)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import kernel
-from .linalg import wide
+from .linear import wide
 
 
 def _reduction(fn):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..registry import kernel
-from .linalg import wide
+from .linear import wide
 
 
 @kernel("scaled_dot_product_attention")
