@@ -39,8 +39,8 @@ def check(ctx: Context) -> None:
 class Verifier:
     def __init__(self, ctx: Context):
         self.ctx = ctx
-        self.runtime: dict = {}       # id of a Scope -> names it defines known only at run time
-        self.scopes: list = []        # the Scopes seen, kept alive so their ids stay theirs
+        self.runtime: dict = {}       # id of a TypeScope -> names it defines known only at run time
+        self.scopes: list = []        # the TypeScopes seen, kept alive so their ids stay theirs
         self._scope = None            # the scope of the op visited last
         self.coremltools = by_coremltools.Inference(ctx.from_print)
 

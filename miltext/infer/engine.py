@@ -6,7 +6,7 @@ import importlib.util
 
 from . import registry
 from .errors import InferenceError, Unsupported
-from .operands import Operands, Scope
+from .operands import Operands, TypeScope
 from .shapes import within_bounds
 from .symbols import concrete, symbolic
 
@@ -104,7 +104,7 @@ def _infer_op(op, operands, use_coremltools: bool):
 def _walk(program, visit) -> None:
     for fn in program.functions.values():
         for key, block in fn.blocks.items():
-            scope = Scope()
+            scope = TypeScope()
             for var in fn.inputs:
                 scope.types[var.name] = symbolic(var.type)
             _block(block, key, scope, visit)
@@ -114,7 +114,7 @@ def _block(block, opset, scope, visit) -> None:
     for op in block.operations:
         operands = Operands(op, opset, scope)
         for inner in op.blocks:
-            child = Scope(scope)
+            child = TypeScope(scope)
             for var in inner.inputs:
                 child.types[var.name] = symbolic(var.type)
             _block(inner, opset, child, visit)

@@ -13,10 +13,11 @@ from .errors import InferenceError, Unsupported
 from .symbols import Sym, fully_known
 
 
-class Scope:
-    """Types and known values of the vars in reach, by name; a nested block sees its parent's."""
+class TypeScope:
+    """Types and known values of the vars in reach, by name; a nested block sees its parent's.
+    (What inference knows of names; which definition a name refers to is ir.scopes.Scope's.)"""
 
-    def __init__(self, parent: Scope | None = None):
+    def __init__(self, parent: TypeScope | None = None):
         self.parent = parent
         self.types: dict = {}
         self.values: dict = {}      # name -> numpy array (or a const's Value, read when asked)
@@ -59,7 +60,7 @@ def value_array(value: Value):
 
 
 class Operands:
-    def __init__(self, op, opset: str, scope: Scope):
+    def __init__(self, op, opset: str, scope: TypeScope):
         self.op, self.opset, self.scope = op, opset, scope
         self.block_outputs: list = []     # the output types of each nested block, in order
         self.output_values = None         # values of the outputs, when inference knows them

@@ -98,14 +98,14 @@ class Args:
     def block(self, index: int, bound: list) -> list:
         """Nested block `index` evaluated with its inputs bound to `bound`; its outputs."""
         inner = self.op.blocks[index]
-        scope = _Scope(self.env)
+        scope = _NestedValues(self.env)
         for var, value in zip(inner.inputs, bound):
             scope[var.name] = value
         return self.evaluator.block(inner, scope, self.opset)
 
 
-class _Scope(dict):
-    """A nested block's names, falling back to the enclosing block's."""
+class _NestedValues(dict):
+    """The values a nested block defines, by name, falling back to the enclosing block's."""
 
     def __init__(self, outer: dict):
         super().__init__()
