@@ -96,6 +96,15 @@ def _describe(target, name: str, fn) -> None:
         _output(target.output.add(name=out), types.get(out), out in labels, block.loc)
 
 
+def describe(feature, var, kind: str) -> None:
+    """Fill `feature` (a FeatureDescription) for `var`, as a derived description has it:
+    `kind` "input", "state" or "output" (miltext.edit describes the features it adds)."""
+    if kind == "output":
+        _output(feature, var.type, False, var.loc)
+    else:
+        (_state if kind == "state" else _input)(feature, var)
+
+
 def _input(feature, var) -> None:
     t = var.type
     if not isinstance(t, TensorType):
