@@ -5,16 +5,32 @@ family: the kernels `run` evaluates (interpreter/kernels/), the rules inference 
 The family names are those of coremltools' op definition modules
 (coremltools/converters/mil/mil/ops/defs/iOS15..iOS18/), the vocabulary people who write MIL
 already know: an op sits in the family that defines it there, and a family present in two
-registries has the same file name in both. A registry needs only the families it covers. The
-few names coremltools lacks say what their module holds: `blocks` (space/depth/batch
-rearrangements), `lists` (make_list and list_*), `const`, `cast`, `range`, `shape_of`,
-`elementwise` (unary and binary kernels together) and, in the checker, `ranks` (ranks ops of
-several families need) and `common` (helpers, no rules). docs/ops.md shows where each op is."""
+registries has the same file name in both. A registry needs only the families it covers.
+docs/ops.md shows, per op, the family module of each registry."""
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from functools import cache
+
+# coremltools' op definition modules, iOS15 to iOS18.
+FAMILIES = ("activation", "classify", "control_flow", "conv", "elementwise_binary",
+            "elementwise_unary", "image_resizing", "linear", "normalization", "pool", "random",
+            "recurrent", "reduction", "scatter_gather", "tensor_operation", "tensor_transformation",
+            "constexpr_ops", "quantization_ops", "compression", "states", "transformers")
+
+# The modules of the registries coremltools has no name for, and what they hold.
+OTHER_MODULES = {
+    "blocks": "space/depth/batch rearrangements (coremltools: tensor_transformation)",
+    "lists": "make_list and the list_* ops (coremltools: control_flow)",
+    "const": "const (coremltools: control_flow)",
+    "cast": "cast (coremltools: elementwise_unary)",
+    "range": "range_1d (coremltools: tensor_operation)",
+    "shape_of": "shape and fill (coremltools: tensor_operation)",
+    "elementwise": "the unary and binary elementwise kernels together",
+    "ranks": "the ranks ops of several families need (checker)",
+    "common": "helpers of the checker's shape rules, no rules",
+}
 
 
 @cache
