@@ -32,7 +32,7 @@ def __dir__() -> list:
 def loads(text: str, filename: str | None = None) -> "Program":
     """Parse MIL text (miltext's canonical form, coremltools' print, or the model.mil text of
     Apple's compiler, each known by its look) into a Program."""
-    from .text.mil.parser import parse
+    from .text.dialects import parse
     return parse(text, filename)
 
 
@@ -45,10 +45,9 @@ def load(path) -> "Program":
 def dumps(program: "Program", dialect: str = "mil") -> str:
     """The canonical MIL text of a program; with dialect="modelmil", the model.mil text Apple's
     compiler writes (ProgramError for what that dialect cannot express)."""
-    from .text.dialects import printer
-    print_text = printer(dialect)
+    from .text.dialects import print_text
     try:
-        return print_text(program)
+        return print_text(program, dialect)
     except RecursionError:
         raise ProgramError("the program is nested too deeply to print") from None
 

@@ -1,5 +1,5 @@
 """Compact operations (miltext.ir.compact), which the language server holds: a program read with
-`editing=True` (and its implied blob offsets then filled in) is the same program as one read
+the server's ReadOptions (its op factory makes ops compact, blob offsets left to it; and its implied blob offsets then filled in) is the same program as one read
 without (equal, the same proto bytes, the same text) for every program of the corpus in both
 dialects, and a compact op behaves as an
 Operation where a reader or a writer of programs touches it."""
@@ -14,8 +14,9 @@ from conftest import case_id, corpus_files, proto_cases
 from miltext.ir import Block, Operation, Value, Var
 from miltext.ir.compact import CompactOperation, compact
 from miltext.model.text import parse_model
+from miltext.lsp.document import EDITING
 from miltext.text import blob_layout
-from miltext.text.mil.parser import parse
+from miltext.text.dialects import parse
 from miltext.text.modelmil.parser import parse as parse_modelmil
 
 
@@ -46,7 +47,7 @@ def test_a_compact_reading_is_the_same_program(path):
             text = miltext.dumps(program, dialect)
         except ValueError:   # what model.mil cannot write
             continue
-        plain, compacted = reader(text), reader(text, editing=True)
+        plain, compacted = reader(text), reader(text, options=EDITING)
         assert blob_layout.fill_in(compacted) is None
         assert compacted == plain and plain == compacted
         assert compacted.to_bytes() == plain.to_bytes()
@@ -59,7 +60,7 @@ def test_a_compact_reading_is_the_same_program(path):
 def test_apples_model_mil_reads_the_same_compact(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    plain, compacted = parse_model(text).program, parse_model(text, editing=True).program
+    plain, compacted = parse_model(text).program, parse_model(text, options=EDITING).program
     assert compacted == plain
     assert compacted.to_bytes() == plain.to_bytes()
     assert any(type(op) is CompactOperation for op in _ops(compacted))
@@ -80,7 +81,7 @@ TEXT = '''main[CoreML7](%x: (1, 4, fp32)) {
 
 
 def test_what_is_compact_and_what_stays_ordinary():
-    program = parse(TEXT, editing=True)
+    program = parse(TEXT, options=EDITING)
     ops = program.functions["main"].block.operations
     const, mul, concat, loop = ops
     assert [type(op) for op in ops] == [CompactOperation, CompactOperation, CompactOperation, Operation]
@@ -95,7 +96,7 @@ def test_what_is_compact_and_what_stays_ordinary():
 
 
 def test_a_compact_op_written_to_becomes_ordinary():
-    program = parse(TEXT, editing=True)
+    program = parse(TEXT, options=EDITING)
     block = program.functions["main"].block
     mul = block.operations[1]
     var = mul.outputs[0]
@@ -113,7 +114,7 @@ def test_a_compact_op_written_to_becomes_ordinary():
 
 
 def test_copies_and_replacements_are_ordinary_ops():
-    op = parse(TEXT, editing=True).functions["main"].block.operations[1]
+    op = parse(TEXT, options=EDITING).functions["main"].block.operations[1]
     assert type(op) is CompactOperation
     for other in (copy.copy(op), copy.deepcopy(op), pickle.loads(pickle.dumps(op)),
                   dataclasses.replace(op)):
@@ -142,7 +143,7 @@ def test_a_compact_program_takes_less_memory():
     sizes = []
     for compacted in (False, True):
         tracemalloc.start()
-        program = parse_model(text, editing=compacted).program
+        program = parse_model(text, options=EDITING if compacted else None).program
         sizes.append(tracemalloc.get_traced_memory()[0])
         tracemalloc.stop()
         del program
@@ -160,7 +161,7 @@ def test_a_pass_that_writes_into_a_compact_op_fails_loudly():
 }
 '''
     from miltext.infer import complete
-    program = parse(text, editing=True)
+    program = parse(text, options=EDITING)
     add = program.functions["main"].block.operations[0]
     assert type(add) is CompactOperation
     with pytest.raises(TypeError, match="would be lost"):
@@ -178,7 +179,7 @@ def test_a_pass_that_writes_into_a_compact_op_fails_loudly():
 
 
 def test_what_a_compact_op_gives_out_is_ordinary_once_copied():
-    op = parse(TEXT, editing=True).functions["main"].block.operations[1]
+    op = parse(TEXT, options=EDITING).functions["main"].block.operations[1]
     for inputs in (copy.copy(op.inputs), copy.deepcopy(op.inputs), pickle.loads(pickle.dumps(op.inputs))):
         assert type(inputs) is dict and all(type(b) is list for b in inputs.values())
         inputs["x"].append("w")

@@ -34,9 +34,9 @@ def run(args) -> int:
 def _trivia(model):
     """The comments and layout of the text the model was read from, when it is miltext's text."""
     from ..source.trivia import Trivia
-    from ..text.modelmil.words import looks_like_modelmil
-    from ..text.mil.parser import looks_like_coremltools_print
+    from ..text.dialects import COREMLTOOLS, MODELMIL, detect
     text = model.text  # None for a model read from a binary file
-    if text is None or looks_like_modelmil(text):
+    dialect = None if text is None else detect(text)
+    if dialect is None or dialect is MODELMIL:
         return None
-    return Trivia(model.program, text, looks_like_coremltools_print(text), section=model.section)
+    return Trivia(model.program, text, dialect is COREMLTOOLS, section=model.section)

@@ -9,7 +9,7 @@ modelmil, the program is written as Apple's compiler writes model.mil (the model
 model.mil has no place for, is left out).
 """
 from ..progress import Progress
-from ..text.dialects import DIALECTS
+from ..text.dialects import WRITTEN
 from . import write_stdout
 
 
@@ -19,7 +19,7 @@ def add_arguments(p) -> None:
     p.add_argument("--weight-digests", action="store_true",
                    help="put a short sha256 of each weight in the weight file beside its reference "
                         "(`# sha256:1a2b3c4d`), so that a changed weight shows in a diff")
-    p.add_argument("--dialect", choices=DIALECTS, default="mil",
+    p.add_argument("--dialect", choices=WRITTEN, default="mil",
                    help="mil: miltext's canonical text (the default); modelmil: the model.mil text "
                         "of Apple's compiler (the program only)")
 
@@ -39,13 +39,13 @@ def _print_program(args) -> int:
     from ..errors import ProgramError
     from ..model.io import display_name, located, read_model
     from ..errors import InputError
-    from ..text.dialects import printer
+    from ..text.dialects import print_text
     if args.weight_digests:
         raise InputError(f"--weight-digests writes comments, which {args.dialect} text has no place for")
     with Progress("print", stages={"reading": 1}) as progress:
         program = read_model(args.file, progress).program
     try:
-        text = printer(args.dialect)(program)
+        text = print_text(program, args.dialect)
     except ProgramError as e:
         raise InputError(located(display_name(args.file), e.loc, e.message)) from None
     write_stdout(text)

@@ -23,7 +23,7 @@ def diagnostics(model, path: str, weights: str | None = None, progress=None) -> 
     text, section, program = model.text, model.section, None
     if text is None:
         from ..model.text import model_text
-        from ..text.mil.parser import parse
+        from ..text.dialects import parse
         text = model_text(model)
         section, program = parse(text, path, with_model=True)
     else:

@@ -15,17 +15,14 @@ from ..errors import ParseError
 from ..model import Model
 from ..model.section import SectionError, spec_from_section
 from ..ir import Blob, WeightRef
-from ..text import blob_layout
-from ..text.modelmil.words import looks_like_modelmil
-from ..text.mil.parser import looks_like_coremltools_print, parse
+from ..ir.compact import compact
+from ..text import blob_layout, dialects
 from .layout import Layout, Piece
 from .source import Lines
 
-# A function and block around one op, and its end; with a coremltools print's mark when the
-# text is one, so the op is read as that print writes strings and names.
-_MIL_HEAD = "main[CoreML7]() { block0() {"
-_PRINT_HEAD = "main[CoreML7](%m: (1, fp32)(Tensor)) { block0() {"
-_MIL_TAIL = "\n} -> ()\n}\n"
+# How the server reads: its ops compact (it holds every open text), the offsets of blobs written
+# without one left for _fill_in_blobs to work out over the whole program.
+EDITING = dialects.ReadOptions(op_factory=compact, resolve_blob_offsets=False)
 # More new ops than this: parse the text as a whole first (opening a file, pasting much).
 WHOLE_AFTER = 200
 
@@ -68,8 +65,9 @@ class Reading:
     def __init__(self, text: str, previous: "Reading | None" = None):
         self.text = text
         self.lines = Lines(text)
-        self.modelmil = looks_like_modelmil(text)
-        self.raw = not self.modelmil and looks_like_coremltools_print(text)
+        self.dialect = dialects.detect(text)
+        self.modelmil = self.dialect is dialects.MODELMIL
+        self.raw = self.dialect is dialects.COREMLTOOLS
         same_kind = previous is not None and previous.by_pieces and \
             (previous.modelmil, previous.raw) == (self.modelmil, self.raw)
         self.memo = previous.memo if same_kind else {}
@@ -149,7 +147,7 @@ class Reading:
         (one parse is quicker than one per op)."""
         from ..model.text import parse_model
         try:
-            model = parse_model(self.text, editing=True)
+            model = parse_model(self.text, options=EDITING)
         except (ParseError, SectionError):
             return None
         self.reparsed = len(self.layout.pieces)
@@ -176,15 +174,9 @@ class Reading:
             line, column, bracket = piece.unclosed
             piece.errors = [(line + 1, column + 1, f"this {bracket!r} is never closed")]
             return
-        first = 0 if self.modelmil else 1   # the line (0-based) the op text starts on
-        piece.line = first
+        first = piece.line = 0   # the line (0-based) the op text starts on
         try:
-            if self.modelmil:
-                from ..text.modelmil.parser import parse_fragment
-                piece.ops = (parse_fragment(text, "operation", editing=True),)
-            else:
-                program = parse((_PRINT_HEAD if self.raw else _MIL_HEAD) + "\n" + text + _MIL_TAIL, editing=True)
-                piece.ops = program.functions["main"].blocks["CoreML7"].operations
+            piece.ops = dialects.parse_fragment(text, "ops", dialect=self.dialect, options=EDITING)
             if _may_refer(text):
                 piece.refs = _refs_of(piece)
         except ParseError as e:
@@ -204,7 +196,7 @@ class Reading:
             section, program = previous.section, previous.frame_program
         else:
             try:
-                section, program = parse(skeleton, with_model=True)
+                section, program = dialects.parse(skeleton, with_model=True)
             except ParseError as e:
                 section = program = None
                 self.frame_error = e
@@ -269,7 +261,7 @@ class Reading:
         should it parse after all)."""
         from ..model.text import parse_model
         try:
-            self.model = parse_model(self.text, editing=True)
+            self.model = parse_model(self.text, options=EDITING)
             self.program = self.model.program
         except ParseError as e:
             self.errors = list(e.errors or [(e.line, e.column, e.message)])

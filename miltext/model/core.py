@@ -49,8 +49,8 @@ class Model:
             text = program_text(self._program_proto)
             if text is not None:
                 return text
-        from ..text.mil.printer import print_program
-        return print_program(self.program)
+        from ..text.dialects import print_text
+        return print_text(self.program)
 
     def full_spec(self):
         """The Model message with its program; a description derived (as coremltools derives

@@ -41,7 +41,7 @@ def read_source(path: str, *, with_model: bool = False):
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start}) and not a MIL proto") from None
     del data  # a big file is not held twice while it is parsed
-    from ..text.mil.parser import parse
+    from ..text.dialects import parse
     return parse(text, path, with_model=with_model), text
 
 

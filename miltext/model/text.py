@@ -39,10 +39,10 @@ def _model(section, program, text: str | None, filename, folder) -> Model:
 
 
 def parse_model(text: str, filename: str | None = None, folder: str | None = None,
-                editing: bool = False) -> Model:
-    """MIL text, with or without a model section, as a Model (`editing`: see text.mil.parser.parse)."""
-    from ..text.mil.parser import parse
-    section, program = parse(text, filename, with_model=True, editing=editing)
+                options=None) -> Model:
+    """MIL text, with or without a model section, as a Model (`options`: text.dialects.ReadOptions)."""
+    from ..text.dialects import READ, parse
+    section, program = parse(text, filename, options=options or READ, with_model=True)
     return _model(section, program, text, filename, folder)
 
 

@@ -23,8 +23,8 @@ def format_source(text: str, filename: str | None = None, *, keep_comments: bool
     """The formatted text (ParseError when `text` does not parse, UnsafeFormat when the result
     would not be the same program with the same comments). Apple's model.mil dialect stays in
     its dialect, in canonical form: it has no comments."""
-    from ..text.modelmil.words import looks_like_modelmil
-    if looks_like_modelmil(text):
+    from ..text.dialects import MODELMIL, detect
+    if detect(text) is MODELMIL:
         from .. import dumps, loads
         return dumps(loads(text, filename), "modelmil")
     model, notes = read_source(text, filename, keep_comments)
@@ -40,20 +40,20 @@ def read_source(text: str, filename: str | None = None, keep_comments: bool = Tr
     text's comments and layout back around it when printed (source_text); no Trivia when the
     text is the model's canonical text, which has nothing more to keep."""
     from ..model.text import model_text, parse_model
-    from ..text.mil.parser import looks_like_coremltools_print
+    from ..text.dialects import COREMLTOOLS, detect
     model = parse_model(text, filename)
     if "#" not in text and model_text(model) == text:
         return model, None
-    return model, Trivia(model.program, text, looks_like_coremltools_print(text), keep_comments, model.section)
+    return model, Trivia(model.program, text, detect(text) is COREMLTOOLS, keep_comments, model.section)
 
 
 def source_text(model, notes: Trivia) -> str:
     """The model as text, with the comments and layout `notes` recorded of its source."""
     from ..model.section import section_lines
-    from ..text.mil.printer import print_program
+    from ..text.dialects import PrintOptions, print_text
     head = notes.head_lines()
     section = None if model.spec is None else notes.section.section_text(section_lines(model.spec))
-    printed = print_program(model.program, notes)     # first: it takes the header's trailing comment
+    printed = print_text(model.program, options=PrintOptions(notes=notes))   # first: it takes the header's trailing comment
     program = "".join(line + "\n" for line in notes.section.program_lines()) + printed
     body = program if section is None else section + ("\n" + program if program else "")
     tail = notes.tail_lines()
@@ -65,8 +65,8 @@ def source_text(model, notes: Trivia) -> str:
 def comment_texts(text: str, scan: Scan | None = None) -> list[str]:
     """The comments of MIL text (found by `scan`, when there is one), in order."""
     if scan is None:
-        from ..text.mil.parser import looks_like_coremltools_print
-        scan = Scan(text, looks_like_coremltools_print(text))
+        from ..text.dialects import COREMLTOOLS, detect
+        scan = Scan(text, detect(text) is COREMLTOOLS)
     return [c.text for c in scan.comments]
 
 
@@ -90,9 +90,9 @@ def _fingerprint(model) -> tuple:
     """What must not change: the program's proto bytes (its canonical text where it has no
     proto yet) and the model section."""
     from ..model.section import section_text
-    from ..text.mil.printer import print_program
+    from ..text.dialects import print_text
     try:
         program = model.program.to_bytes()
     except ProgramError:
-        program = print_program(model.program)
+        program = print_text(model.program)
     return program, (section_text(model.spec) if model.spec is not None else None)

@@ -21,7 +21,7 @@ _MARK = "\x00"  # around a literal's index while the op's line is built; strings
 
 
 class Literals:
-    """The printer's policy for one op (printer.AUTHORED): `numbers` keeps numbers past the
+    """The printer's policy for one op (MilPrinter.literals): `numbers` keeps numbers past the
     canonical limit; `wraps` lets a literal that runs past WIDTH break into rows (an op the
     author laid over several lines, or a literal canonical text would write as b64)."""
 
@@ -36,19 +36,15 @@ class Literals:
         return f"{_MARK}{len(self.found) - 1}{_MARK}"
 
 
-def op_text(op, column: int, numbers: bool, wraps: bool, inside=None) -> str:
-    """The op as the printer writes it, its line starting at `column`, with its literals laid
+def op_text(writer, op, column: int, numbers: bool, wraps: bool, inside=None) -> str:
+    """The op as `writer` (the printer.MilPrinter of its program) writes it, its line starting at `column`, with its literals laid
     out. Once one literal breaks into rows, the others may too, and each argument after a
     broken literal starts a line of its own, under the first argument: so that the op comes
     out the same when formatted again. `inside`, the comments written inside its parentheses
     (trivia.Inside), puts one argument on each line, each comment after the argument it
     followed."""
     policy = Literals(numbers, wraps)
-    token = printer.AUTHORED.set(policy)
-    try:
-        head, keys, args, tail = printer.op_parts(op)
-    finally:
-        printer.AUTHORED.reset(token)
+    head, keys, args, tail = writer.authored_op_parts(op, policy)
     call = column + len(head)
     if inside is None:
         text, broken = _lay_out(head + ", ".join(args) + tail, policy.found, column, call)
@@ -60,7 +56,7 @@ def op_text(op, column: int, numbers: bool, wraps: bool, inside=None) -> str:
         broken = tail_broken or any(b for _, b in laid)
         text += tail
     if broken and not wraps:
-        return op_text(op, column, numbers, True, inside)
+        return op_text(writer, op, column, numbers, True, inside)
     return text
 
 

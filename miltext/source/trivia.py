@@ -1,6 +1,6 @@
 """Comments and blank lines of an author's text, attached to the object model by one pass after
 parsing, the way gofmt's CommentMap and ruff's formatter do it; the printer asks for them as it
-writes each construct (printer.print_program's `notes`).
+writes each construct (text.dialects.PrintOptions.notes).
 
 Each function head and end, block head and end, and op is an anchor: from where the parser
 placed it to the last code before the next anchor. A comment is
@@ -198,18 +198,19 @@ class Trivia:
             return (",\n" + indent).join(decls)
         return one_per_line(decls, [inside.after.get(i) for i in range(len(decls))], inside.before, indent)
 
-    def op_line(self, op, indent: str, lines: list) -> str:
+    def op_line(self, op, indent: str, lines: list, printer) -> str:
+        """The op's line (or lines), as `printer` (a text.mil.printer.MilPrinter) writes it."""
         a = self.anchors.get(("op", id(op)))
         if a is None:  # a const that `infer` made of the literals of the op written here
             made_of = self._at.get(op.loc)
             if made_of is not None:
                 self._lead(made_of, indent, lines)
             self._opened = False
-            return indent + op_text(op, len(indent), True, False)
+            return indent + op_text(printer, op, len(indent), True, False)
         self._lead(a, indent, lines)
         self._opened = False
         numbers, wraps = self.ops[id(op)]
-        return indent + op_text(op, len(indent), numbers, wraps, self.inside.get(id(op))) + _trailing(a)
+        return indent + op_text(printer, op, len(indent), numbers, wraps, self.inside.get(id(op))) + _trailing(a)
 
     def closing(self, node, indent: str, lines: list, end: str) -> str:
         """Before a `}`: the comments written last inside the braces; the `}` line with its

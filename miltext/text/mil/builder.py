@@ -10,7 +10,6 @@ from lark import Token, Transformer
 from ... import dtypes
 from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, Function, ListType, Operation,
                    Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef)
-from ...ir.compact import compact
 from ...ir.types import MISSING, NO_ATTRIBUTES
 from ..section_syntax import Call, Feature, Section
 from .. import blob_layout, lexemes, lexicon
@@ -113,7 +112,7 @@ class _Builder(Transformer):
         self.simple_types: dict = {}  # TENSOR_TYPE text -> its TensorType, shared: types repeat
         self.tensor_types: dict = {}  # (dtype, shape, rank) -> the one TensorType of vars and values
         self.implied_blobs = False    # a `blob` without its offset was read (blob_layout fills them in)
-        self.editing = False          # a reading an editor holds: compact ops, implied blobs kept marked
+        self.options = None           # the text.dialects.ReadOptions of the parse under way
 
     # ---- helpers ----
     def _fail(self, message: str, pos=None):
@@ -160,7 +159,7 @@ class _Builder(Transformer):
                 if name in program.functions:
                     self._fail(f"function {name!r} is defined twice", place_of(name))
                 program.functions[str(name)] = fn
-        if implied and not self.editing:   # an editor works the offsets out for the whole text
+        if implied and self.options.resolve_blob_offsets:   # else the reader works them out
             at = blob_layout.fill_in(program)
             if at is not None:
                 self._fail(blob_layout.NOT_IMPLIED, at)
@@ -282,6 +281,12 @@ class _Builder(Transformer):
                 outputs.append(self._var_name(item))
         return _BlockNode(Block(inputs, outputs, ops, attrs, loc=place_of(label)), key, label)
 
+    def fragment(self, items):
+        """Ops (each with the blocks it owns) read alone: their blobs' offsets are left to the
+        reader, who knows the blobs before them."""
+        self.implied_blobs = False
+        return self.block([None, *items]).block.operations
+
     def operation(self, items):
         outputs, name, args, attrs = [], None, [], None
         for item in items:
@@ -306,7 +311,7 @@ class _Builder(Transformer):
                 if key in op.attributes:
                     self._fail(f"attribute {key!r} is given twice", getattr(attrs, "pos", {}).get(key))
                 op.attributes[key] = value
-        return compact(op) if self.editing else op
+        return op if self.options.op_factory is None else self.options.op_factory(op)
 
     def simple_ops(self, items):
         """A SIMPLE_OPS token: one op per line, each built by simple_op."""
@@ -322,7 +327,7 @@ class _Builder(Transformer):
             stripped = text.strip()
             if stripped:
                 op = self.simple_op(stripped, line, column + len(text) - len(text.lstrip()))
-                ops.append(compact(op) if self.editing else op)
+                ops.append(op if self.options.op_factory is None else self.options.op_factory(op))
             line, column, start = line + 1, 1, stop + 1
         return _Run(ops)
 

@@ -2,12 +2,12 @@
 the errors it finds in a user's words (several per run).
 
 Two lexer flavours share the grammar: miltext's own, where strings have backslash escapes, and
-coremltools' print, whose strings and names are raw (`"say "hi""`, `%layer.0/relu:0`); `parse`
-picks by the text's look, and hands Apple's model.mil dialect to modelmil.parser.
+coremltools' print, whose strings and names are raw (`"say "hi""`, `%layer.0/relu:0`). Which one
+a text is in is text.dialects' choice (the one door for MIL text), as is handing Apple's
+model.mil dialect to modelmil.parser.
 """
 from __future__ import annotations
 
-import re
 import threading
 
 from lark import Lark
@@ -15,12 +15,12 @@ from lark.exceptions import UnexpectedInput
 
 from ...bulk import bulk
 from ...errors import ParseError
-from ...ir import Program
+from ...ir import Function, Operation, Program
 from .builder import MAX_BLOCK_DEPTH, _Builder
 from ..grammars import cache_path, grammar_text
 from ..lexemes import LiteralError
 from ..messages import describe_expected
-from ..modelmil.words import looks_like_modelmil
+from ..dialects import _COREMLTOOLS_PRINT, COREMLTOOLS, READ, ReadOptions  # noqa: F401 - _COREMLTOOLS_PRINT is public here
 from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, mil_hint, source_line  # noqa: F401 - source_line is public here
 
 class _Tracker:
@@ -50,14 +50,15 @@ class _Parser:
         self.builder = _Builder(raw_strings=raw)
         self.tracker.builder = self.builder
         self.lark = Lark(text, parser="lalr", lexer="contextual", transformer=self.builder,
+                         start=["start", "fragment", "block"],
                          postlex=self.tracker, maybe_placeholders=True, cache=cache_path("raw" if raw else "mil", text))
         self.lock = threading.Lock()
 
-    def parse(self, text: str, editing: bool = False):
+    def parse(self, text: str, options: ReadOptions, start: str = "start"):
         with self.lock:
-            self.builder.editing = editing
+            self.builder.options = options
             try:
-                return self.lark.parse(text)
+                return self.lark.parse(text, start=start)
             except BuildFailure as e:
                 if e.pos is not None:
                     raise
@@ -69,7 +70,7 @@ class _Parser:
                 self.builder.tensor_types.clear()
             self.tracker.tracking = True
             try:
-                return self.lark.parse(text)
+                return self.lark.parse(text, start=start)
             except LiteralError as e:
                 current = self.builder.current
                 raise BuildFailure(str(e), (current.line, current.column) if current is not None else None) from None
@@ -79,7 +80,7 @@ class _Parser:
                 self.builder.type_depth.clear()
                 self.builder.simple_types.clear()
                 self.builder.tensor_types.clear()
-                self.builder.editing = False
+                self.builder.options = None
 
 
 _PARSERS: dict = {}
@@ -92,57 +93,67 @@ def _parser(raw: bool) -> _Parser:
     return p
 
 
-# The marks every coremltools print carries: a var type followed by (Tensor)/(Scalar)/...
-_COREMLTOOLS_PRINT = re.compile(r"\)[*^]?\((Tensor|Scalar|List)\)")
-
-# A print's first var declaration (a function input or the first op's output) carries the mark.
-_PRINT_MARK_WITHIN = 1 << 16
-_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-
-
 def looks_like_coremltools_print(text: str) -> bool:
-    """coremltools marks every var type with (Tensor), (Scalar) or (List); canonical text never
-    does, outside its strings."""
-    head = text[:_PRINT_MARK_WITHIN]
-    found = _COREMLTOOLS_PRINT.search(head)
-    return found is not None and _COREMLTOOLS_PRINT.search(_QUOTED.sub('""', head)) is not None
+    """Whether `text` is coremltools' print (text.dialects.COREMLTOOLS.detect)."""
+    return COREMLTOOLS.detect(text)
 
 
-def parse(text: str, filename: str | None = None, *, with_model: bool = False, editing: bool = False):
-    """Parse MIL text; raise ParseError (with every error found, up to MAX_ERRORS). With
-    `with_model`, return (the model section or None, the program). Apple's model.mil dialect
-    is recognized by its header and read by its own parser. With `editing`, a reading an editor
-    holds and reads again piece by piece: its plain ops are CompactOperations (miltext.ir.compact)
-    and a `blob` without its offset stays a blob_layout.ImpliedBlob, its offset left for
-    blob_layout.fill_in(..., keep_marks=True) to work out over the whole text."""
-    if looks_like_modelmil(text):
-        from ..modelmil.parser import parse as parse_modelmil
-        program = parse_modelmil(text, filename, editing=editing)
-        return (None, program) if with_model else program
-    raw = looks_like_coremltools_print(text)
-    program = collect_errors(text, filename, lambda attempt: _parse_once(attempt, raw, editing), raw)
+def parse(text: str, filename: str | None = None, *, with_model: bool = False, options: ReadOptions = READ):
+    """text.dialects.parse: MIL text in whichever dialect it is."""
+    from ..dialects import parse as parse_any
+    return parse_any(text, filename, options=options, with_model=with_model)
+
+
+def parse_text(text: str, filename: str | None, raw: bool, options: ReadOptions = READ) -> tuple:
+    """(the model section or None, the program) of miltext's text, or with `raw` of
+    coremltools' print; ParseError with every error found, up to MAX_ERRORS."""
+    program = collect_errors(text, filename, lambda attempt: _parse_once(attempt, raw, options), raw)
     model, program = program if isinstance(program, tuple) else (None, program)
-    _check_depth(program, filename, text)
-    return (model, program) if with_model else program
+    _check_depth(program.functions.values(), 1, filename, text)
+    return model, program
 
 
-def _parse_once(text: str, raw: bool, editing: bool = False) -> Program:
+def parse_fragment(text: str, start: str, filename: str | None, raw: bool, options: ReadOptions = READ):
+    """A `fragment` (ops, each with the blocks it owns: a list) or a `block` read alone, as if
+    it stood in a function's block."""
+    found = collect_errors(text, filename, lambda attempt: _parse_once(attempt, raw, options, start), raw)
+    if start == "block":
+        found = found.block
+        _check_depth([found], 1, filename, text)
+    else:
+        _check_depth(found, 2, filename, text)
+    return found
+
+
+def _parse_once(text: str, raw: bool, options: ReadOptions, start: str = "start") -> Program:
     parser = _parser(raw)
     try:
         with bulk():
-            return parser.parse(text, editing)
+            return parser.parse(text, options, start)
     except BuildFailure as e:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None
     except UnexpectedInput as e:
-        raise lark_error(e, text, lambda names: describe_expected(names, parser.lark), raw, mil_hint) from None
+        raise lark_error(e, text, lambda names: describe_expected(_in_block(names) if start == "fragment" else names,
+                                                                  parser.lark), raw, mil_hint) from None
     except RecursionError:
         raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
 
 
-def _check_depth(program: Program, filename, text) -> None:
+def _in_block(names) -> set:
+    """What the parser expected where a fragment stands: in a block, where an op may start, so
+    may the block's closing `}`."""
+    names = set(names)
+    return names | {"RBRACE"} if "SIMPLE_OPS" in names else names
+
+
+def _check_depth(parents, depth: int, filename, text) -> None:
+    """Blocks nested more than MAX_BLOCK_DEPTH deep are refused; `parents` are functions, ops or
+    blocks whose blocks are `depth` deep."""
     too_deep = []
-    stack = [(b, 1) for fn in program.functions.values() for b in fn.blocks.values()]
+    stack = [(b, depth) for parent in parents
+             for b in (parent.blocks.values() if isinstance(parent, Function) else
+                       parent.blocks if isinstance(parent, Operation) else [parent])]
     while stack:
         block, depth = stack.pop()
         if depth > MAX_BLOCK_DEPTH:

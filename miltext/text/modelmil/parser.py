@@ -20,10 +20,10 @@ from ...bulk import bulk
 from ...errors import ParseError
 from ...ir import (Blob, Block, DictData, DictType, Function, ListData, ListType, Operation,
                    Program, StateType, TensorData, TensorType, TupleData, TupleType, Value, Var)
-from ...ir.compact import CompactOperation, compact
 from ...ir.values import encode_tensor
 from .. import lexemes
 from ..literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
+from ..dialects import READ, ReadOptions
 from ..messages import describe_expected
 from .words import KEYWORDS, OPSET_OF_IOS, looks_like_modelmil, name_problem, op_type_problem
 from ..grammars import cache_path, grammar_text
@@ -71,7 +71,7 @@ class _Builder(Transformer):
         super().__init__()
         self.plain_types: dict = {}  # TENSOR_TYPE text -> its TensorType: real files repeat a few
         self.scalar_types: dict = {}  # dtype -> the TensorType of its scalars
-        self.editing = False         # a reading an editor holds: each op made compact as it is built
+        self.op_factory = None       # ReadOptions.op_factory of the parse under way
 
     # ---- program structure ----
     def start(self, items):
@@ -97,7 +97,7 @@ class _Builder(Transformer):
             kind = type(item)
             if kind is Var:
                 inputs.append(item)
-            elif kind is Operation or kind is CompactOperation:
+            elif isinstance(item, Operation):
                 ops.append(item)
             elif kind is _Attrs:
                 attrs = dict(item)
@@ -131,7 +131,7 @@ class _Builder(Transformer):
             _fail(f"model.mil cannot express {problem}", call.loc)
         op = Operation(type=call.type, inputs=call.inputs, outputs=outputs, blocks=blocks,
                        attributes=attrs, loc=outputs[0].loc if outputs else call.loc)
-        return compact(op) if self.editing else op
+        return op if self.op_factory is None else self.op_factory(op)
 
     def call(self, items):
         name, inputs = items[0], {}
@@ -157,7 +157,7 @@ class _Builder(Transformer):
             kind = type(item)
             if kind is Var:
                 inputs.append(item)
-            elif kind is Operation or kind is CompactOperation:
+            elif isinstance(item, Operation):   # or what ReadOptions.op_factory made of one
                 ops.append(item)
             else:
                 outputs.append(_name(item))
@@ -395,15 +395,15 @@ def _describe(names) -> str:
     return describe_expected(names, _parser().lark)
 
 
-def _parse_once(text: str, start: str = "start", editing: bool = False):
+def _parse_once(text: str, start: str = "start", options: ReadOptions = READ):
     parser = _parser()
     try:
         with parser.lock, bulk():
-            parser.builder.editing = editing
+            parser.builder.op_factory = options.op_factory
             try:
                 return parser.lark.parse(text, start=start)
             finally:
-                parser.builder.editing = False
+                parser.builder.op_factory = None
     except BuildFailure as e:
         line, column = e.pos or (1, 1)
         raise LocatedError(line, column, e.message) from None
@@ -413,11 +413,10 @@ def _parse_once(text: str, start: str = "start", editing: bool = False):
         raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
 
 
-def parse(text: str, filename: str | None = None, editing: bool = False) -> Program:
+def parse(text: str, filename: str | None = None, options: ReadOptions = READ) -> Program:
     """Parse model.mil text; raise ParseError (with every error found, as for miltext's text).
-    With `editing`, the plain ops are CompactOperations (miltext.ir.compact), for an editor
-    that holds the reading (the dialect writes every blob offset)."""
-    program = collect_errors(text, filename, lambda attempt: _parse_rest(attempt, editing))
+    (The dialect writes every blob offset: options.resolve_blob_offsets changes nothing.)"""
+    program = collect_errors(text, filename, lambda attempt: _parse_rest(attempt, options))
     program.modelmil_ending = _ENDING.search(text).group()
     return program
 
@@ -425,19 +424,19 @@ def parse(text: str, filename: str | None = None, editing: bool = False) -> Prog
 _ENDING = re.compile(r"[ \t\r\n\f]*\Z")  # what the grammar skips as whitespace
 
 
-def _parse_rest(text: str, editing: bool = False):
+def _parse_rest(text: str, options: ReadOptions = READ):
     """_parse_once, also after collect_errors took out a line at fault to look for more: when
     that took the header, there is nothing more to find."""
-    return _parse_once(text, editing=editing) if looks_like_modelmil(text) else Program()
+    return _parse_once(text, options=options) if looks_like_modelmil(text) else Program()
 
 
-def parse_fragment(text: str, what: str, filename: str | None = None, editing: bool = False):
+def parse_fragment(text: str, what: str, filename: str | None = None, options: ReadOptions = READ):
     """One piece of model.mil: an `operation` (a whole op line, `;` included) as an Operation,
     a `call` (`add(x = x, y = y)`) as (op type, inputs), a `type`, or a typed `value`."""
     if what not in FRAGMENTS:
         raise ValueError(f"what is one of {', '.join(FRAGMENTS)}, not {what!r}")
     try:
-        out = _parse_once(text, what, editing)
+        out = _parse_once(text, what, options)
     except LocatedError as e:
         raise ParseError(e.message, e.line, e.column, filename, source_line(text, e.line), None, text) from None
     return (out.type, out.inputs) if type(out) is _Call else out
