@@ -10,9 +10,9 @@ from .. import dtypes
 from ..ir import (WeightRef, Blob, DictData, DictType, Elided, EmptyImmediate, ListData, ListType,
                   StateType, TensorData, TensorType, TupleData, TupleType)
 from ..ir.values import decode_tensor
+from ..model.weights import WeightFileError
 from .compat import compatible, describe
 from .context import Context, var
-from .weights import WeightFileError
 
 RULES = {
     "rank-mismatch": "error",   # a tensor type whose rank is not its number of dims
@@ -172,12 +172,12 @@ class _Values:
         except WeightFileError as e:
             if blob.file not in self.reported_files:
                 self.reported_files.add(blob.file)
-                self.ctx.error("weight-file", loc, str(e))
+                self.ctx.error("weight-file", loc, e.reason)
             return
         try:
             record = weight_file.record(blob.offset)
         except WeightFileError as e:
-            self.ctx.error("blob-range", loc, str(e))
+            self.ctx.error("blob-range", loc, e.reason)
             return
         if record.dtype != t.dtype:
             self.ctx.error("blob-mismatch", loc, f"the blob at offset {blob.offset} holds {record.dtype} "

@@ -7,29 +7,20 @@ import os
 
 from ..errors import InputError
 from ..ir import DEFAULT_WEIGHT_FILE
-from ..model.weights import BlobInfo, WeightFileError as _ReaderError, WeightReader
-
-
-class WeightFileError(ValueError):
-    """What the checker reports about a weight file or a blob: the message names no path."""
+from ..model.weights import BlobInfo, WeightFileError, WeightReader
 
 
 class WeightFile:
-    """One weight file, its records read on demand."""
+    """One weight file, its records read on demand. What is wrong is a WeightFileError, whose
+    `reason` (the message without the path) is what the checker reports."""
 
     def __init__(self, path: str):
-        try:
-            self._reader = WeightReader(path)
-        except _ReaderError as e:
-            raise WeightFileError(e.reason) from None
+        self._reader = WeightReader(path)
         self.path = path
 
     def record(self, offset: int) -> BlobInfo:
         """The checked record at `offset`; WeightFileError when there is no blob there."""
-        try:
-            return self._reader.info(offset)
-        except _ReaderError as e:
-            raise WeightFileError(e.reason) from None
+        return self._reader.info(offset)
 
     def close(self) -> None:
         self._reader.close()
