@@ -21,12 +21,8 @@ FAMILIES = ("activation", "classify", "control_flow", "conv", "elementwise_binar
 
 # The modules of the registries coremltools has no name for, and what they hold.
 OTHER_MODULES = {
-    "blocks": "space/depth/batch rearrangements (coremltools: tensor_transformation)",
     "lists": "make_list and the list_* ops (coremltools: control_flow)",
     "const": "const (coremltools: control_flow)",
-    "cast": "cast (coremltools: elementwise_unary)",
-    "range": "range_1d (coremltools: tensor_operation)",
-    "shape_of": "shape and fill (coremltools: tensor_operation)",
     "elementwise": "the unary and binary elementwise kernels together",
     "ranks": "the ranks ops of several families need (checker)",
     "common": "helpers of the checker's shape rules, no rules",

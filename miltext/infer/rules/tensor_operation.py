@@ -1,4 +1,8 @@
-"""concat, stack and split: sizes along one axis add up, or are shared out."""
+"""concat, stack and split: sizes along one axis add up, or are shared out. shape and fill:
+a tensor's shape as a value, and a tensor made to a shape value (the value of `shape` is kept,
+unknown dims as their Syms, so the ops that take it back as a shape know it). range_1d: a
+vector of (end - start) / step numbers, its length a run-time size when the bounds are (the
+positions 0 .. length of a sequence keep the length's identity)."""
 from __future__ import annotations
 
 import math
@@ -7,9 +11,10 @@ import numpy as np
 
 from ...ir import TensorType
 from ..errors import InferenceError, Unsupported
+from ..operands import misfit
 from ..registry import rule
 from ..shapes import add_dims, axis, tensor
-from ..symbols import Sym, known
+from ..symbols import Sym, derived, known
 
 
 def _tensor_values(ops) -> list:
@@ -87,3 +92,45 @@ def stack(ops):
     out = list(parts[0].shape)
     out.insert(axis(ops.scalar("axis", of=int), len(out) + 1), len(parts))
     return [tensor(parts[0].dtype, out)]
+
+
+@rule("shape")
+def shape(ops):
+    x = ops.tensor("x")
+    ops.output_values = [np.array(x.shape, dtype=np.int32 if all(map(known, x.shape)) else object)]
+    return [tensor(ops.dtype("output_dtype", default="int32"), (len(x.shape),))]
+
+
+@rule("fill")
+def fill(ops):
+    value_type = ops.tensor("value")
+    dims = ops.sizes("shape", default=None)
+    if dims is None:
+        shape_type = ops.tensor("shape")
+        if len(shape_type.shape) != 1 or not known(shape_type.shape[0]):
+            raise Unsupported("a shape of unknown length")
+        dims = [None] * shape_type.shape[0]      # a shape of known length: the rank is known
+    return [tensor(value_type.dtype, dims)]
+
+
+@rule("range_1d")
+def range_1d(ops):
+    start_type = ops.tensor("start")
+    start, end, step = (ops.value(key, required=False) for key in ("start", "end", "step"))
+    length = None
+    if start is not None and end is not None and step is not None \
+            and start.size == end.size == step.size == 1:
+        start, end, step = (v.reshape(-1)[0] for v in (start, end, step))
+        numbers = [not isinstance(v, Sym) for v in (start, end, step)]
+        if numbers[2] and step == 0:
+            raise InferenceError("range_1d needs a step other than 0")
+        for key, v, number in zip(("start", "end", "step"), (start, end, step), numbers):
+            if number and not (isinstance(v, (int, float, np.number)) and math.isfinite(v)):
+                raise misfit(key, f"{key} must be a finite number, not {v}")
+        if all(numbers):
+            length = max(0, math.ceil((end - start) / step))
+        elif numbers[0] and start == 0 and numbers[2] and step == 1:
+            length = end
+        else:
+            length = derived("range", start, end, step)
+    return [tensor(start_type.dtype, (length,))]

@@ -1,1 +1,2 @@
-"""Kernels, one module per op family (names: miltext/op_families.py), registered with registry.kernel."""
+"""Kernels, one module per op family (names: miltext/op_families.py), registered with
+registry.kernel."""
