@@ -25,6 +25,9 @@ def add_arguments(p) -> None:
     p.add_argument("--text", action="store_true", help="the plain diff of the two texts, names and all")
     p.add_argument("--no-weight-digests", action="store_true", help="leave weight files unread: no digests beside blob references, "
                         "blobs compared by their types only")
+    p.add_argument("--weights", action="store_true",
+                   help="only the weights whose representation changed (fp16 to a 4-bit palette, int8 to int4, ...): "
+                        "old and new form, bits per parameter, and the reconstruction error of the decompressed values")
     p.add_argument("--graph", action="store_true", help="draw the change instead (to -o FILE: .svg or .dot)")
     p.add_argument("-o", "--output", metavar="FILE", help="with --graph: where to write it (default: DOT on stdout)")
     from .graph_cmd import add_drawing_arguments
@@ -42,6 +45,8 @@ def run(args) -> int:
     if len(args.files) != 2:
         raise InputError(f"miltext diff: two files to compare, not {len(args.files)}")
     a, b = args.files
+    if args.weights:
+        return _form_changes(a, b)
     if args.text or _weight_files(a, b):
         return _text_diff(a, b, args)
     from ..review import Side, compare
@@ -61,6 +66,16 @@ def run(args) -> int:
         old.close()
         new.close()
     return 1 if change.differs else 0
+
+
+def _form_changes(a: str, b: str) -> int:
+    from ..model import read_model
+    from ..review.compression import report
+    with Progress("diff") as progress:
+        progress.advance(0, "reading")
+        text = report(read_model(a), read_model(b))
+    write_stdout(text)
+    return 1 if text else 0
 
 
 def _weight_files(a: str, b: str) -> bool:

@@ -134,6 +134,20 @@ class WeightReader:
             raise self.error(f"blob {offset}: its padding bits are not zero")
         return values
 
+    def read_slices(self, offset: int, elements: int = _CHUNK):
+        """The elements of the blob at `offset`, decoded a slice of at most `elements` at a
+        time (whole bytes each), so that a blob of any size is read in bounded memory."""
+        info = self.info(offset)
+        dt = dtypes.by_name(info.dtype)
+        step = max(elements // 8, 1) * 8         # 8 elements are whole bytes at any width
+        for start in range(0, info.count, step):
+            count = min(step, info.count - start)
+            at, size = info.data_offset + start * dt.bits // 8, (count * dt.bits + 7) // 8
+            values = packing.unpack(dt, self._read(at, size, f"blob {offset}"), count)
+            if values is None:
+                raise self.error(f"blob {offset}: its padding bits are not zero")
+            yield values
+
     def digest(self, offset: int) -> str:
         """A short sha256 of the blob's data: enough to see in a diff that it changed."""
         info = self.info(offset)

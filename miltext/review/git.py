@@ -63,10 +63,22 @@ def _structural(path, old, new, scratch, context) -> str | None:
         files = [old[0], new[0]]
     a, b = Side.read(files[0], f"a/{path}"), Side.read(files[1], f"b/{path}")
     try:
-        return compare(a, b).text(context)
+        text = compare(a, b).text(context)
     finally:
         a.close()
         b.close()
+    return text + _form_changes(*files) if text else text
+
+
+def _form_changes(old: str, new: str) -> str:
+    """The weights whose representation changed (review.compression), or "" when that cannot
+    be worked out: the structural diff stands without it."""
+    from ..model import read_model
+    from .compression import report
+    try:
+        return report(read_model(old), read_model(new))
+    except Exception:   # whatever it is, git still gets the diff
+        return ""
 
 
 def _assemble(model: str, weights: str | None, folder: str, name: str | None = None) -> str:
