@@ -36,7 +36,7 @@ for name, step in [("parse", lambda: miltext.loads(text)), ("print", lambda: mil
         start = time.process_time(); step(); times.append(time.process_time() - start)
     best[name] = min(times)
 if sys.argv[4] == "fmt":
-    from miltext.source.formatter import format_source
+    from miltext.authored.formatter import format_source
     start = time.process_time(); out = format_source(text); best["fmt"] = time.process_time() - start
     assert out == text, "fmt of canonical text changed it"
     commented = "# a comment\n" + text.replace("  block0() {\n", "  block0() {  # the body\n")
@@ -47,7 +47,7 @@ print(repr(best))
 
 
 def base_revision() -> str:
-    """The commit before the one that added miltext/source."""
+    """The commit before the one that added the formatter (as miltext/source, now miltext/authored)."""
     added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", "miltext/source/__init__.py"],
                            cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     if not added:

@@ -139,7 +139,7 @@ def target_lsp_rename(data: bytes) -> None:
     that is accepted gives a text that parses as the same program up to the rename (each use of
     the renamed var, as MIL's scoping resolves it, and nothing else)."""
     from miltext.lsp.analysis import Analysis
-    from miltext.lsp.source import BARE_NAME, VAR
+    from miltext.lsp.document_text import BARE_NAME, VAR
     from miltext.text.lexemes import var_name
     if len(data) > 40_000:
         return

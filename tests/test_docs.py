@@ -78,7 +78,7 @@ def test_the_doc_has_formatting_examples():
 
 @pytest.mark.parametrize("index,block", FMT, ids=[f"line{b[0]}" for _, b in FMT])
 def test_fmt_example(index, block):
-    from miltext.source.formatter import format_source
+    from miltext.authored.formatter import format_source
     line, lang, body, mark = block
     assert index + 1 < len(BLOCKS) and BLOCKS[index + 1][3] == "fmt output", \
         "a <!-- fmt input --> block needs a <!-- fmt output --> block after it"

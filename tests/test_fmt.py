@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import miltext
 from miltext.model.text import parse_model
-from miltext.source.formatter import UnsafeFormat, comment_texts, format_source
-from miltext.source.scan import Scan
+from miltext.authored.formatter import UnsafeFormat, comment_texts, format_source
+from miltext.authored.scan import Scan
 from miltext.text.mil.parser import looks_like_coremltools_print
 
 from conftest import case_id, print_cases, proto_cases
@@ -240,7 +240,7 @@ def test_a_comment_after_every_token_of_a_model_section_and_header_survives_fmt(
 
 def test_fmt_refuses_what_would_change_the_program_or_lose_a_comment(tmp_path, monkeypatch, capsys):
     from miltext.cli import main
-    from miltext.source import formatter
+    from miltext.authored import formatter
     text = _read(os.path.join(CASES, "comments.mil"))
     path = tmp_path / "c.mil"
     path.write_text(text, encoding="utf-8")

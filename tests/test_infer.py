@@ -143,7 +143,7 @@ def test_infer_command_prints_the_explicit_program(tmp_path):
     ops = [op for b in infer_coverage.blocks(program) for op in b.operations]
     assert all(op.name and all(v.type is not None for v in op.outputs) for op in ops)
     assert all(isinstance(b, str) for op in ops for bs in op.inputs.values() for b in bs)
-    from miltext.source.formatter import comment_texts, format_source
+    from miltext.authored.formatter import comment_texts, format_source
     with open(EXAMPLE, encoding="utf-8") as f:
         assert comment_texts(result.stdout) == comment_texts(f.read()) != []   # the author's comments stay
     assert format_source(result.stdout) == result.stdout   # as fmt writes it

@@ -259,7 +259,7 @@ def test_formatting_keeps_comments(client):
     (edit,) = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
                                                          "options": {"tabSize": 2, "insertSpaces": True}})
     assert edit["newText"] == COMMENTED  # every comment where it was, one blank line kept
-    from miltext.source.formatter import comment_texts, format_source
+    from miltext.authored.formatter import comment_texts, format_source
     assert comment_texts(edit["newText"]) == comment_texts(messy) and len(comment_texts(messy)) == 7
     assert edit["newText"] == format_source(messy)  # the formatter of `miltext fmt` and its hook
     open_text(client, "file:///formatted.mil", COMMENTED)

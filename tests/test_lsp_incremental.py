@@ -93,7 +93,7 @@ def test_changed_lines_of_texts_is_that_of_their_lines():
     """The lines an edit changed, worked out from two texts' line offsets (the quick way for
     typing), are those a comparison line by line finds."""
     from miltext.lsp.document import changed_lines
-    from miltext.lsp.source import Lines
+    from miltext.lsp.document_text import Lines
     rng = random.Random(17)
     words = ["", "a", "ab", "ba", "%x", "}"]
     for _ in range(3000):

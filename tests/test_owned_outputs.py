@@ -203,7 +203,7 @@ UNFORMATTED = HEAD + '    %y: (2, fp32) = relu(  x=%x,   name="y")\n' + TAIL
 
 
 def formatted() -> str:
-    from miltext.source.formatter import format_source
+    from miltext.authored.formatter import format_source
     return format_source(UNFORMATTED, "m.mil")
 
 

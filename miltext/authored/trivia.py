@@ -5,7 +5,7 @@ writes each construct (text.dialects.PrintOptions.notes).
 Each function head and end, block head and end, and op is an anchor: from where the parser
 placed it to the last code before the next anchor. A comment is
 - inside an op's parentheses or a function's inputs: written after the argument or input it
-  followed (layout.one_per_line); inside an anchor elsewhere: on its own line before it;
+  followed (op_layout.one_per_line); inside an anchor elsewhere: on its own line before it;
 - after code on its line: trailing, written after the anchor that ends there;
 - on a line of its own: leading, written before the next anchor; before a `}`, it stays
   inside the braces; after the last function, at the end of the text.
@@ -18,7 +18,7 @@ import re
 
 from ..ir import Block
 from ..text.mil.printer import INDENT
-from .layout import one_per_line, op_text
+from .op_layout import one_per_line, op_text
 from .scan import Scan
 from .section_notes import SectionNotes
 

@@ -26,14 +26,14 @@ def run(args) -> int:
     if notes is None:
         write_stdout(model_text(model))
     else:
-        from ..source.formatter import source_text
+        from ..authored.formatter import source_text
         write_stdout(source_text(model, notes))
     return 0
 
 
 def _trivia(model):
     """The comments and layout of the text the model was read from, when it is miltext's text."""
-    from ..source.trivia import Trivia
+    from ..authored.trivia import Trivia
     from ..text.dialects import COREMLTOOLS, MODELMIL, detect
     text = model.text  # None for a model read from a binary file
     dialect = None if text is None else detect(text)

@@ -16,7 +16,7 @@ from .actions import suggestion_in
 from .document import Reading
 from .index import Index
 from .outline import outline
-from .source import Source
+from .document_text import Source
 
 
 @dataclass(slots=True)
@@ -182,7 +182,7 @@ class Analysis:
         """(name, its text) of a new name as the user typed it (`y`, `%y`, `%"a b"`), or
         ValueError when the dialect cannot write it."""
         from ..text.lexemes import var, var_name
-        from .source import RAW_VAR, VAR
+        from .document_text import RAW_VAR, VAR
         if self.modelmil:
             from ..text.modelmil.words import is_name
             if not is_name(new_name):
@@ -220,7 +220,7 @@ class Analysis:
         saying why not."""
         if self.program is None or self.reading.errors:
             raise CannotFormat("the text does not parse")
-        from ..source.formatter import format_source
+        from ..authored.formatter import format_source
         try:
             return format_source(self.source.text)
         except ValueError as e:  # what the printer cannot write, or would not be the same program

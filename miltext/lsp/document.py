@@ -17,8 +17,8 @@ from ..model.section import SectionError, spec_from_section
 from ..ir import Blob, WeightRef
 from ..ir.compact import compact
 from ..text import blob_layout, dialects
-from .layout import Layout, Piece
-from .source import Lines
+from .document_text import Lines
+from .pieces import Layout, Piece
 
 # How the server reads: its ops compact (it holds every open text), the offsets of blobs written
 # without one left for _fill_in_blobs to work out over the whole program.

@@ -73,7 +73,7 @@ class Source:
     def __init__(self, text: str, lines: Lines | None = None):
         self.text = text
         self.lines = Lines(text) if lines is None else lines
-        self.layout = None   # a lsp.layout.Layout of the text, when there is one: where its frame braces close
+        self.layout = None   # a lsp.pieces.Layout of the text, when there is one: where its frame braces close
         self._ascii = None
         self._client_starts = None
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from ..text import lexicon
 from ..text.lexemes import quote, var_name
-from .layout import marks_of
-from .source import BARE_NAME, RAW_VAR, VAR
+from .document_text import BARE_NAME, RAW_VAR, VAR
+from .pieces import marks_of
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..ir import Program
 from ..text.lexemes import quote, var
-from .source import Source, from_loc
+from .document_text import Source, from_loc
 
 _LABEL = re.compile(r'[A-Za-z_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*"')
 

@@ -1,6 +1,6 @@
 """Places as the client counts them. LSP ends a line at \\n, \\r\\n or \\r only (not at the other
 breaks str.splitlines knows: U+2028, U+0085, form feed, ...) and counts a column in the units
-the client negotiated (UTF-16 unless it asked otherwise). The server's own places (source.Lines)
+the client negotiated (UTF-16 unless it asked otherwise). The server's own places (document_text.Lines)
 are the parser's, whose lines end at \\n only: the two differ only where a text holds a \\r that
 no \\n follows, and in the units of a column.
 """

@@ -10,7 +10,7 @@ from .core import Model
 
 def model_text(model: Model, weights=None, program: str | None = None) -> str:
     """The canonical text of a model; with `weights` (a blobs.Weights), a digest beside each
-    blob reference; with `program`, that text for the program (an author's, miltext.source)."""
+    blob reference; with `program`, that text for the program (an author's, miltext.authored)."""
     from .section import section_text
     program = model.program_text() if program is None else program
     text = program if model.spec is None else section_text(model.spec) + ("\n" + program if program else "")

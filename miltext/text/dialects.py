@@ -31,7 +31,7 @@ class ReadOptions:
 
 @dataclass(frozen=True)
 class PrintOptions:
-    """How a program is written. `notes` (mil; a miltext.source.trivia.Trivia) makes it an
+    """How a program is written. `notes` (mil; a miltext.authored.trivia.Trivia) makes it an
     author's text: their comments and blank lines placed, their literals laid out as they were.
     `version` (modelmil) is the dialect's version, 1.0 or 1.3 (by default the one the program
     was read with, else the one the compiler writes for it)."""

@@ -25,7 +25,7 @@ _NO_CONTEXT = object()
 
 
 def print_program(program, options=None) -> str:
-    """The canonical text; with PrintOptions.notes (a miltext.source.trivia.Trivia), an
+    """The canonical text; with PrintOptions.notes (a miltext.authored.trivia.Trivia), an
     author's text: their comments and blank lines placed by the notes, their literals laid out
     by them."""
     return MilPrinter(options).program(program)
@@ -87,7 +87,7 @@ def _empty_nesting(shape: tuple) -> int:
 
 class MilPrinter:
     """Prints one program, or pieces of text alone (with no blob layout, every offset written).
-    `literals` is the policy of the author's op being printed (miltext.source.layout.Literals:
+    `literals` is the policy of the author's op being printed (miltext.authored.op_layout.Literals:
     numbers past INLINE_LIMIT too, nested lists the layout may break into rows), else None."""
     __slots__ = ("notes", "layout", "literals")
 
@@ -120,7 +120,7 @@ class MilPrinter:
         return "\n".join(lines)
 
     def authored_op_parts(self, op, literals) -> tuple[str, list, list, str]:
-        """op_parts with an author's literal policy (miltext.source.layout.Literals)."""
+        """op_parts with an author's literal policy (miltext.authored.op_layout.Literals)."""
         self.literals = literals
         try:
             return self.op_parts(op)
