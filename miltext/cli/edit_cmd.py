@@ -48,7 +48,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..edit import EditError, apply
+    from ..edit import EditError, apply, conflicts
     from ..errors import InputError
     from ..files import claim_output
     from ..model.io import MLMODEL, PACKAGE, PROGRAM, display_name, kind_of, output_owned, read_model, write_model
@@ -60,6 +60,11 @@ def run(args) -> int:
         print("miltext edit: error: no edit given (--rename-input, --expose, ... : see miltext edit --help)",
               file=sys.stderr)
         return 2
+    name = display_name(args.model)
+    try:
+        conflicts(edits)     # first: refused whatever else is wrong
+    except EditError as e:
+        raise InputError(f"{name}: error: {e}") from None
     kind = kind_of(args.output)
     if kind not in (PACKAGE, MLMODEL, PROGRAM):
         raise InputError(f"{args.output}: error: edit writes a .mlpackage, a .mlmodel or a .pb")
@@ -68,7 +73,6 @@ def run(args) -> int:
                          "write a .mlpackage")
     weights = [e.arg for e in edits if e.kind == "set-weight"]
     output = claim_output(args.output, output_owned(kind), args.force, [args.model, *weights])
-    name = display_name(args.model)
     with Progress("edit", stages=STAGES) as progress:
         model = read_model(args.model, progress)
         make_explicit(model, args.model, progress)

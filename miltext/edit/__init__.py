@@ -103,4 +103,4 @@ def _infer(replaced: list, program, spec) -> None:
                 features.retype_output(descs, v)
 
 
-__all__ = ["Edit", "EditError", "FORMS", "apply", "parse"]
+__all__ = ["Edit", "EditError", "FORMS", "apply", "conflicts", "parse"]
