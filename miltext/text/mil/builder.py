@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from sys import intern  # a var name is used many times and mostly equals its op's name: hold it once
 
-from lark import Token, Transformer
+from lark import Token
 
 from ... import dtypes
 from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, Function, ListType, Operation,
@@ -13,8 +13,9 @@ from ...ir import (UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, Functio
 from ...ir.types import MISSING, NO_ATTRIBUTES
 from ..section_syntax import Call, Feature, Section
 from .. import blob_layout, lexemes, lexicon
+from ..building import Attrs, Bindings, TextBuilder
 from ..parse_errors import BuildFailure, place_of
-from ..literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group, ListLit,
+from ..literals import (ABSENT, ELIDED, EMPTY_IMMEDIATE, B64, DictLit, Group,
                         LiteralError, NumLit, Ref, default_value, prepared, storage_escape,
                         string_value, typed_value)
 
@@ -42,14 +43,6 @@ class _Name(str):
 
 
 class _Opset(str):
-    pass
-
-
-class _Attrs(dict):
-    pass
-
-
-class _Bindings(list):
     pass
 
 
@@ -101,7 +94,7 @@ def _absent_to_none(t):
     return None if t is _ABSENT_TYPE else t
 
 
-class _Builder(Transformer):
+class _Builder(TextBuilder):
     """Builds the object model as the parser reduces rules."""
 
     def __init__(self, raw_strings: bool):
@@ -115,18 +108,6 @@ class _Builder(Transformer):
         self.options = None           # the text.dialects.ReadOptions of the parse under way
 
     # ---- helpers ----
-    def _fail(self, message: str, pos=None):
-        raise BuildFailure(message, pos or (place_of(self.current) if self.current is not None else None))
-
-    def _text(self, tok) -> str:
-        if self.raw_strings:
-            return tok[1:-1]
-        try:
-            return lexemes.unquote(tok)
-        except ValueError as e:
-            offset = getattr(e, "offset", 0)
-            self._fail(str(e), (tok.line, tok.column + offset) if offset else place_of(tok))
-
     def _value(self, lit, pos=None) -> Value:
         try:
             return self._one_type(default_value(lit))
@@ -207,7 +188,7 @@ class _Builder(Transformer):
     def header(self, items):
         version, doc, attrs, unknown = 1, "", {}, {}
         for item in items:
-            if isinstance(item, _Attrs):
+            if isinstance(item, Attrs):
                 attrs = dict(item)
             elif isinstance(item, tuple):
                 if item[0] == "version":
@@ -241,7 +222,7 @@ class _Builder(Transformer):
                 opset = str(item)
             elif isinstance(item, Var):
                 inputs.append(item)
-            elif isinstance(item, _Attrs):
+            elif isinstance(item, Attrs):
                 attrs = dict(item)
             elif isinstance(item, _BlockNode):
                 blocks.append(item)
@@ -265,7 +246,7 @@ class _Builder(Transformer):
                 key = item
             elif isinstance(item, Var):
                 inputs.append(item)
-            elif isinstance(item, _Attrs):
+            elif isinstance(item, Attrs):
                 attrs = dict(item)
             elif isinstance(item, Operation):
                 ops.append(item)
@@ -296,7 +277,7 @@ class _Builder(Transformer):
                 name = item
             elif isinstance(item, tuple):
                 args.append(item)
-            elif isinstance(item, _Attrs):
+            elif isinstance(item, Attrs):
                 attrs = item
         op = Operation(type=str(name), outputs=outputs,
                        loc=outputs[0].loc if outputs else place_of(name))
@@ -397,7 +378,7 @@ class _Builder(Transformer):
             return text == "True"
         if first == "(":
             if text[1] == "%":  # (%a, %b)
-                return _Bindings(Ref(name.strip()[1:]) for name in text[1:-1].split(","))
+                return Bindings(Ref(name.strip()[1:]) for name in text[1:-1].split(","))
             cut = text.index(")") + 1  # (64, 8, fp16)(blob(64)) or (64, 8, fp16)(blob)
             if text.endswith("(blob)"):
                 data = self.implied_blob([None])
@@ -413,13 +394,6 @@ class _Builder(Transformer):
             return lexemes.parse_float(text) if FLOAT_MARK.search(text) else lexemes.parse_int(text)
         except LiteralError as e:
             self._fail(str(e), (line, column))
-
-    def _int(self, tok) -> int:
-        """An integer token's value; one too long for any MIL integer is an error at its place."""
-        try:
-            return lexemes.parse_int(tok)
-        except LiteralError as e:
-            self._fail(str(e), place_of(tok))
 
     def _var_name(self, tok) -> str:
         if self.raw_strings:
@@ -441,7 +415,7 @@ class _Builder(Transformer):
             return ("input", key, [str(v)])
         if self.raw_strings and _unknown_in_print(v):
             v = ELIDED
-        elif isinstance(v, _Bindings):
+        elif isinstance(v, Bindings):
             return ("input", key, [self._binding(x, key) for x in v])
         value = v if isinstance(v, Value) else self._value(v, place_of(key))
         if key in ("name", "val"):
@@ -471,20 +445,7 @@ class _Builder(Transformer):
         return Ref(self._var_name(items[0]))
 
     def bindings(self, items):
-        return _Bindings(items[0])
-
-    def attributes(self, items):
-        out = _Attrs()
-        out.pos = {}
-        for item in items:
-            if item is None:
-                continue
-            key, value = item
-            if key in out:
-                self._fail(f"attribute {str(key)!r} is given twice", place_of(key))
-            out[str(key)] = value
-            out.pos[str(key)] = place_of(key)
-        return out
+        return Bindings(items[0])
 
     def attribute(self, items):
         key, v = items
@@ -515,7 +476,7 @@ class _Builder(Transformer):
         attrs = {}
         state = False
         for s in suffixes:
-            if isinstance(s, _Attrs):
+            if isinstance(s, Attrs):
                 attrs = dict(s)
             elif s == "state":
                 state = True
@@ -634,22 +595,7 @@ class _Builder(Transformer):
     def absent_type(self, items):
         return _ABSENT_TYPE
 
-    def scalar_type(self, items):
-        return TensorType(self._dtype(items[0]))
-
-    def _dtype(self, tok) -> str:
-        try:
-            return dtypes.by_name(str(tok)).name
-        except KeyError:
-            self._fail(f"unknown dtype {tok}", place_of(tok))
-
     # dims and type items
-    def int_dim(self, items):
-        n = self._int(items[0])
-        if n < 0:
-            self._fail(f"a dimension cannot be negative ({n})", place_of(items[0]))
-        return n
-
     def unknown_dim(self, items):
         return _Item("dim", None)
 
@@ -797,25 +743,10 @@ class _Builder(Transformer):
         return EMPTY_IMMEDIATE
 
     # literals
-    def int_lit(self, items):
-        return self._int(items[0])
-
-    def float_lit(self, items):
-        return lexemes.parse_float(items[0])
-
     def nan_bits(self, items):
         text = items[0]
         bits = lexemes.NanBits(int(text[text.index("(") + 1:-1], 16))
         return bits
-
-    def string_lit(self, items):
-        return self._text(items[0])
-
-    def true_lit(self, items):
-        return True
-
-    def false_lit(self, items):
-        return False
 
     def b64_lit(self, items):
         try:
@@ -831,18 +762,8 @@ class _Builder(Transformer):
         except LiteralError as e:
             self._fail(str(e), place_of(tok))
 
-    def list_lit(self, items):
-        out = ListLit(x for x in items[1:] if x is not None)
-        out.pos = place_of(items[0])
-        return out
-
     def elided(self, items):
         return ELIDED
-
-    def dict_lit(self, items):
-        out = DictLit(x for x in items[1:] if x is not None)
-        out.pos = place_of(items[0])
-        return out
 
     def dict_entry(self, items):
         return (items[0], items[1])

@@ -17,11 +17,12 @@ from ...bulk import bulk
 from ...errors import ParseError
 from ...ir import Function, Operation, Program
 from .builder import MAX_BLOCK_DEPTH, _Builder
+from ..building import located
 from ..grammars import cache_path, grammar_text
 from ..lexemes import LiteralError
 from ..messages import describe_expected
 from ..dialects import _COREMLTOOLS_PRINT, COREMLTOOLS, READ, ReadOptions  # noqa: F401 - _COREMLTOOLS_PRINT is public here
-from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, mil_hint, source_line  # noqa: F401 - source_line is public here
+from ..parse_errors import BuildFailure, collect_errors, mil_hint, source_line  # noqa: F401 - source_line is public here
 
 class _Tracker:
     """Lark post-lexer that, when asked, remembers the latest token, so that an error found
@@ -130,14 +131,9 @@ def _parse_once(text: str, raw: bool, options: ReadOptions, start: str = "start"
     try:
         with bulk():
             return parser.parse(text, options, start)
-    except BuildFailure as e:
-        line, column = e.pos or (1, 1)
-        raise LocatedError(line, column, e.message) from None
-    except UnexpectedInput as e:
-        raise lark_error(e, text, lambda names: describe_expected(_in_block(names) if start == "fragment" else names,
-                                                                  parser.lark), raw, mil_hint) from None
-    except RecursionError:
-        raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
+    except (BuildFailure, UnexpectedInput, RecursionError) as e:
+        raise located(e, text, lambda names: describe_expected(_in_block(names) if start == "fragment" else names,
+                                                               parser.lark), raw, mil_hint) from None
 
 
 def _in_block(names) -> set:

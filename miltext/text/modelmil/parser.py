@@ -12,7 +12,7 @@ import re
 import threading
 from sys import intern  # a name is written many times (declared, read, the op's name): hold it once
 
-from lark import Lark, Transformer
+from lark import Lark
 from lark.exceptions import UnexpectedInput
 
 from ... import dtypes
@@ -27,21 +27,14 @@ from ..dialects import READ, ReadOptions
 from ..messages import describe_expected
 from .words import KEYWORDS, OPSET_OF_IOS, looks_like_modelmil, name_problem, op_type_problem
 from ..grammars import cache_path, grammar_text
-from ..parse_errors import BuildFailure, LocatedError, collect_errors, lark_error, place_of, source_line
+from ..building import Attrs, Bindings, TextBuilder, fail, located
+from ..parse_errors import BuildFailure, LocatedError, collect_errors, place_of, source_line
 
 # What parse_fragment reads: a whole op line, an op's call, a type, a typed value.
 FRAGMENTS = ("operation", "call", "type", "value")
 
 
-class _Attrs(dict):
-    pass
-
-
 class _Outputs(list):
-    pass
-
-
-class _Bindings(list):
     pass
 
 
@@ -52,19 +45,15 @@ class _Call:
         self.type, self.inputs, self.loc = op_type, inputs, loc
 
 
-def _fail(message: str, pos):
-    raise BuildFailure(message, pos)
-
-
 def _name(tok) -> str:
     """A name token as a str, refused in the printer's words when the printer could not write
     it back (a dtype or another of the dialect's words that the grammar let through)."""
     if tok in KEYWORDS:
-        _fail(f"model.mil cannot express {name_problem(str(tok))}", place_of(tok))
+        fail(f"model.mil cannot express {name_problem(str(tok))}", place_of(tok))
     return intern(str(tok))
 
 
-class _Builder(Transformer):
+class _Builder(TextBuilder):
     """Builds the object model as the parser reduces rules."""
 
     def __init__(self):
@@ -77,12 +66,12 @@ class _Builder(Transformer):
     def start(self, items):
         program = Program(modelmil_version=str(items[0]))  # the proto has no place for it
         for item in items[1:]:
-            if type(item) is _Attrs:
+            if type(item) is Attrs:
                 program.attributes = dict(item)
             else:
                 name, fn = item
                 if name in program.functions:
-                    _fail(f"function {str(name)!r} is defined twice", place_of(name))
+                    fail(f"function {str(name)!r} is defined twice", place_of(name))
                 program.functions[str(name)] = fn
         return program
 
@@ -91,7 +80,7 @@ class _Builder(Transformer):
         _name(name)
         opset = OPSET_OF_IOS.get(str(ios))
         if opset is None:
-            _fail(f"unknown opset {str(ios)!r}: model.mil's opsets are {', '.join(OPSET_OF_IOS)}", place_of(ios))
+            fail(f"unknown opset {str(ios)!r}: model.mil's opsets are {', '.join(OPSET_OF_IOS)}", place_of(ios))
         inputs, attrs, ops, outputs = [], {}, [], []
         for item in items[2:]:
             kind = type(item)
@@ -99,7 +88,7 @@ class _Builder(Transformer):
                 inputs.append(item)
             elif isinstance(item, Operation):
                 ops.append(item)
-            elif kind is _Attrs:
+            elif kind is Attrs:
                 attrs = dict(item)
             else:
                 outputs.append(_name(item))
@@ -122,13 +111,13 @@ class _Builder(Transformer):
                 call = item
             elif kind is _Outputs:
                 outputs = list(item)
-            elif kind is _Attrs:
+            elif kind is Attrs:
                 attrs = dict(item)
             else:
                 blocks.append(item)
         problem = op_type_problem(call.type, bool(outputs))
         if problem:
-            _fail(f"model.mil cannot express {problem}", call.loc)
+            fail(f"model.mil cannot express {problem}", call.loc)
         op = Operation(type=call.type, inputs=call.inputs, outputs=outputs, blocks=blocks,
                        attributes=attrs, loc=outputs[0].loc if outputs else call.loc)
         return op if self.op_factory is None else self.op_factory(op)
@@ -137,19 +126,19 @@ class _Builder(Transformer):
         name, inputs = items[0], {}
         for key, bindings in items[1:]:
             if key in inputs:
-                _fail(f"input {str(key)!r} is given twice", place_of(key))
+                fail(f"input {str(key)!r} is given twice", place_of(key))
             inputs[_name(key)] = bindings
         return _Call(_name(name), inputs, place_of(name))
 
     def argument(self, items):
         key, binding = items
-        return key, list(binding) if type(binding) is _Bindings else [binding]
+        return key, list(binding) if type(binding) is Bindings else [binding]
 
     def ref(self, items):
         return _name(items[0])
 
     def bindings(self, items):
-        return _Bindings(items)
+        return Bindings(items)
 
     def block(self, items):
         inputs, ops, outputs = [], [], []
@@ -163,15 +152,10 @@ class _Builder(Transformer):
                 outputs.append(_name(item))
         return Block(inputs, outputs, ops, loc=place_of(items[0]))
 
-    def attributes(self, items):
-        out = _Attrs()
-        for key, value in items:
-            if key in out:
-                _fail(f"attribute {str(key)!r} is given twice", place_of(key))
-            out[_name(key)] = value
-        return out
+    op_attributes = TextBuilder.attributes
 
-    op_attributes = attributes
+    def _attribute_name(self, key) -> str:
+        return _name(key)
 
     def attribute(self, items):
         return items[0], items[1]
@@ -189,15 +173,6 @@ class _Builder(Transformer):
 
     def tensor_type(self, items):
         return TensorType(str(items[0]), tuple(items[1:]))
-
-    def scalar_type(self, items):
-        return TensorType(str(items[0]))
-
-    def int_dim(self, items):
-        size = int(items[0])
-        if size < 0:
-            _fail(f"a dimension cannot be negative ({size})", place_of(items[0]))
-        return size
 
     def unknown_dim(self, items):
         return None
@@ -228,7 +203,7 @@ class _Builder(Transformer):
                 return Value(vtype, literal_data(vtype, intern(lexemes.unquote(text))))
             except ValueError as e:  # a bad escape, or a string where the dtype is not string
                 offset = m.start(3) + getattr(e, "offset", 0)
-                _fail(str(e), (tok.line, tok.column + offset))
+                fail(str(e), (tok.line, tok.column + offset))
         if text == "true" or text == "false":
             lit = text == "true"
         elif _FLOAT_MARK.search(text):
@@ -238,7 +213,7 @@ class _Builder(Transformer):
         try:
             return Value(vtype, literal_data(vtype, lit))
         except LiteralError as e:
-            _fail(str(e), (tok.line, tok.column + m.start(3)))
+            fail(str(e), (tok.line, tok.column + m.start(3)))
 
     def value(self, items):
         vtype, lpar, data = items
@@ -247,54 +222,29 @@ class _Builder(Transformer):
         try:
             return Value(vtype, literal_data(vtype, data))
         except LiteralError as e:
-            _fail(str(e), place_of(lpar))
+            fail(str(e), place_of(lpar))
         except RecursionError:
-            _fail("this value is nested too deeply", place_of(lpar))
+            fail("this value is nested too deeply", place_of(lpar))
 
     def blobfile(self, items):
         keyword, args = items[0], {}
         for key, value in items[1:]:
             if str(key) not in ("path", "offset") or str(key) in args:
-                _fail(f"unexpected {str(key)!r}: BLOBFILE takes path = and offset =, once each", place_of(key))
+                fail(f"unexpected {str(key)!r}: BLOBFILE takes path = and offset =, once each", place_of(key))
             args[str(key)] = value
         if len(args) < 2:
-            _fail("BLOBFILE takes path = string(\"...\") and offset = uint64(...)", place_of(keyword))
+            fail("BLOBFILE takes path = string(\"...\") and offset = uint64(...)", place_of(keyword))
         path, offset = _scalar(args["path"], "string"), _scalar(args["offset"], "int")
         if path is None or offset is None or offset < 0:
-            _fail("BLOBFILE takes a string path and an offset that is a non-negative integer", place_of(keyword))
+            fail("BLOBFILE takes a string path and an offset that is a non-negative integer", place_of(keyword))
         return Blob(offset, path)
 
     def blob_argument(self, items):
         return items[0], items[1]
 
     # literals: plain Python data and the list, tuple and dict classes of .literals
-    def int_lit(self, items):
-        return int(items[0])
-
-    def float_lit(self, items):
-        return lexemes.parse_float(items[0])
-
-    def string_lit(self, items):
-        tok = items[0]
-        try:
-            return lexemes.unquote(tok)
-        except ValueError as e:
-            _fail(str(e), (tok.line, tok.column + getattr(e, "offset", 0)))
-
-    def true_lit(self, items):
-        return True
-
-    def false_lit(self, items):
-        return False
-
-    def list_lit(self, items):
-        return ListLit(items[1:])
-
     def tuple_lit(self, items):
         return Group(items[1:])
-
-    def dict_lit(self, items):
-        return DictLit(items[1:])
 
     def pair(self, items):
         return items[0], items[1]
@@ -404,13 +354,8 @@ def _parse_once(text: str, start: str = "start", options: ReadOptions = READ):
                 return parser.lark.parse(text, start=start)
             finally:
                 parser.builder.op_factory = None
-    except BuildFailure as e:
-        line, column = e.pos or (1, 1)
-        raise LocatedError(line, column, e.message) from None
-    except UnexpectedInput as e:
-        raise lark_error(e, text, _describe) from None
-    except RecursionError:
-        raise LocatedError(1, 1, "the text is nested too deeply to parse") from None
+    except (BuildFailure, UnexpectedInput, RecursionError) as e:
+        raise located(e, text, _describe) from None
 
 
 def parse(text: str, filename: str | None = None, options: ReadOptions = READ) -> Program:
