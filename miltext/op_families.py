@@ -30,12 +30,14 @@ OTHER_MODULES = {
 
 
 @cache
-def load(package: str) -> None:
+def load(package: str) -> bool:
     """Import every family module of `package` (a registry's folder, by dotted name) once, so
-    their decorators fill the registry's table; nothing is imported before a registry is asked."""
+    their decorators fill the registry's table; nothing is imported before a registry is asked.
+    True, for the registry's own flag (a global test per lookup is cheaper than a call)."""
     folder = importlib.import_module(package)
     for info in pkgutil.iter_modules(folder.__path__):
         importlib.import_module(f"{package}.{info.name}")
+    return True
 
 
 def family_of(fn) -> str:

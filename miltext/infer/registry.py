@@ -10,6 +10,7 @@ from .shapes import within_bounds
 
 _RULES: dict = {}      # op type -> (family, function)
 _FAMILIES = f"{__package__}.rules"     # one module of rules per op family
+_loaded = False
 
 
 # What a rule raises when an input is of a form it does not expect (a list for an axis, a
@@ -40,11 +41,15 @@ def rule(*op_types: str):
 
 def native(op_type: str):
     """(family, rule) for `op_type`, or None when no native rule covers it."""
-    load(_FAMILIES)
+    global _loaded
+    if not _loaded:
+        _loaded = load(_FAMILIES)
     return _RULES.get(op_type)
 
 
 def covered() -> dict:
     """Op type -> family, for every op a native rule covers."""
-    load(_FAMILIES)
+    global _loaded
+    if not _loaded:
+        _loaded = load(_FAMILIES)
     return {op_type: family for op_type, (family, _) in _RULES.items()}

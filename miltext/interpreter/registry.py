@@ -6,6 +6,7 @@ from ..op_families import load
 
 _KERNELS: dict = {}
 _FAMILIES = f"{__package__}.kernels"     # one module of kernels per op family
+_loaded = False
 
 
 def kernel(*op_types: str):
@@ -17,7 +18,9 @@ def kernel(*op_types: str):
 
 
 def find(op_type: str):
-    load(_FAMILIES)
+    global _loaded
+    if not _loaded:
+        _loaded = load(_FAMILIES)
     return _KERNELS.get(op_type)
 
 

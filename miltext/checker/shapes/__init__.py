@@ -8,6 +8,7 @@ from ...infer.symbols import Sym, concrete, known
 from ...op_families import load
 
 _RULES: dict = {}      # op type -> [function]
+_loaded = False
 
 
 class Mistake(Exception):
@@ -59,5 +60,7 @@ def rule(*op_types: str):
 
 
 def rules_for(op_type: str) -> list:
-    load(__name__)
+    global _loaded
+    if not _loaded:
+        _loaded = load(__name__)
     return _RULES.get(op_type, ())
