@@ -258,3 +258,16 @@ def test_diff_weights_of_the_same_model_is_empty(tmp_path, capsys):
     b = conversion("gpt2_int8", str(tmp_path / "b"))
     assert main(["diff", "--weights", a, b]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_the_git_driver_adds_the_weights_that_changed_form(tmp_path):
+    from miltext.review.git import external_diff
+    old = conversion("gpt2", str(tmp_path / "old"))
+    new = conversion("gpt2_palettized", str(tmp_path / "new"))
+    out = external_diff(["model.pb", old, "0" * 40, "100644", new, "1" * 40, "100644"]).splitlines()
+    assert out[0] == "diff --miltext a/model.pb b/model.pb" and out[1] == "--- a/model.pb"
+    changed = [line for line in out if line.startswith("# weight %")]
+    assert len(changed) == 14 and changed[0].startswith(
+        "# weight %tok_weight_to_fp16_palettized (was %tok_weight_to_fp16) (64, 32): fp16 dense, 16.00 bits → "
+        "4-bit palette, per block of 16 along axis 0, 4.50 bits; reconstruction error max ")
+    assert out.index(changed[0]) > max(i for i, line in enumerate(out) if line.startswith("@@"))

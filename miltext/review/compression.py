@@ -69,23 +69,20 @@ def _storage(weight) -> tuple:
 
 def _by_use(program, weights) -> dict:
     """(function, reading op, input) -> the weight it reads, for every weight."""
+    from ..ir.walk import operations
     from ..stats.schemes import COMPRESSIONS
     by_name = {(w.function, w.name): w for w in weights}
     found = {}
     for fname, fn in program.functions.items():
-        stack = list(fn.blocks.values())
-        while stack:
-            block = stack.pop()
-            for op in block.operations:
-                stack.extend(op.blocks)
-                if op.type in COMPRESSIONS or op.type == "const":
-                    continue
-                reader = op.name or (op.outputs[0].name if op.outputs else None)
-                for key, bindings in op.inputs.items():
-                    for index, binding in enumerate(bindings):
-                        weight = by_name.get((fname, binding)) if isinstance(binding, str) else None
-                        if weight is not None:
-                            found.setdefault((fname, reader, key, index), weight)
+        for op in operations(fn):
+            if op.type in COMPRESSIONS or op.type == "const":
+                continue
+            reader = op.name or (op.outputs[0].name if op.outputs else None)
+            for key, bindings in op.inputs.items():
+                for index, binding in enumerate(bindings):
+                    weight = by_name.get((fname, binding)) if isinstance(binding, str) else None
+                    if weight is not None:
+                        found.setdefault((fname, reader, key, index), weight)
     return found
 
 

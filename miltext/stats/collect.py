@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from .. import dtypes
 from ..ir import Blob, StateType, TensorType, Value
+from ..ir.walk import blocks, operations
+from ..text.blob_layout import data_bytes
 from .schemes import COMPRESSIONS, PARAMETERS, Stage, stage
 
 LARGE = 2048   # elements: coremltools compresses no weight smaller (its weight_threshold)
@@ -22,14 +24,10 @@ class Part:
     role: str                # the input it is given as (val, indices, lut, scale, ...)
     dtype: str
     shape: tuple
-    count: int | None        # elements (None: the type does not say)
+    count: int               # elements
     bits: int                # per element
     blob: tuple | None       # (weight file, offset), or None for a value written in the program
-
-    @property
-    def bytes(self) -> int | None:
-        """Bytes of data it takes, packed as blob storage packs it (sub-byte elements LSB first)."""
-        return None if self.count is None else (self.count * self.bits + 7) // 8
+    bytes: int               # of data, packed as blob storage packs it (sub-byte elements LSB first)
 
 
 @dataclass
@@ -55,8 +53,7 @@ class Weight:
     @property
     def bits_per_weight(self) -> float | None:
         """Stored bits (every part: indices, tables, scales, masks) per element given out."""
-        counts = [p.count for p in self.parts]
-        if None in counts or not self.params:
+        if not self.params:
             return None
         return sum(p.count * p.bits for p in self.parts) / self.params
 
@@ -97,7 +94,7 @@ class Found:
 def collect(program) -> Found:
     counts, weights = Counter(), []
     for fname, fn in program.functions.items():
-        _Walk(fname, counts, weights).function_blocks(fn.blocks.values())
+        _Walk(fname, counts, weights).walk(fn)
     return Found(weights, counts, list(program.functions))
 
 
@@ -111,28 +108,23 @@ class _Walk:
         self.readers = Counter()   # name -> reads by ops that are no constexpr, and block outputs
         self.candidates = []       # const and constexpr ops, in program order
 
-    def function_blocks(self, blocks) -> None:
-        for block in blocks:
-            self.block(block)
+    def walk(self, fn) -> None:
+        for op in operations(fn):
+            self.counts[op.type] += 1
+            for index, var in enumerate(op.outputs):
+                self.defined[var.name] = (op, index)
+            if op.type == "const" or op.type in COMPRESSIONS:
+                self.candidates.append(op)
+            else:
+                self.readers.update(_read_names(op))
+        for block in blocks(fn):
+            self.readers.update(block.outputs)
         for op in self.candidates:
             for var in op.outputs:
                 if self.readers[var.name]:
                     weight = self._weight(var, op, self.defined)
                     if weight is not None:
                         self.weights.append(weight)
-
-    def block(self, block) -> None:
-        for op in block.operations:
-            self.counts[op.type] += 1
-            for index, var in enumerate(op.outputs):
-                self.defined[var.name] = (op, index)
-            if op.type == "const" or op.type in COMPRESSIONS:
-                self.candidates.append(op)
-            if op.type not in COMPRESSIONS:
-                self.readers.update(_read_names(op))
-            for inner in op.blocks:
-                self.block(inner)
-        self.readers.update(block.outputs)
 
     def _weight(self, var, op, defined) -> Weight | None:
         t = var.type.wrapped if isinstance(var.type, StateType) else var.type
@@ -142,7 +134,7 @@ class _Walk:
         if op.type == "const":
             value = op.attributes.get("val")
             part = _part("val", value) if value is not None else None
-            if part is None or part.blob is None and (t.dtype not in FLOATS or (part.count or 0) < 2):
+            if part is None or part.blob is None and (t.dtype not in FLOATS or part.count < 2):
                 return None     # a number, an axis, a shape: no weight
             weight.parts.append(part)
             weight.ops.append(op)
@@ -208,16 +200,11 @@ def _input_type(op, key: str, defined: dict):
 
 def _part(role: str, value: Value) -> Part | None:
     t = value.type
-    if not isinstance(t, TensorType):
+    size = data_bytes(t)      # None: no tensor of numbers of a known size
+    if size is None:
         return None
-    try:
-        bits = dtypes.by_name(t.dtype).bits
-    except KeyError:
-        return None
-    if not bits:
-        return None     # strings
     blob = (value.data.file, value.data.offset) if isinstance(value.data, Blob) else None
-    return Part(role, t.dtype, t.shape, t.element_count, bits, blob)
+    return Part(role, t.dtype, t.shape, t.element_count, dtypes.by_name(t.dtype).bits, blob, size)
 
 
 __all__ = ["Part", "Weight", "Found", "collect", "layer_of", "Stage"]
