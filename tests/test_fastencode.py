@@ -82,8 +82,8 @@ def test_there_are_examples():
 
 @pytest.mark.parametrize("path", _examples(), ids=lambda p: os.path.relpath(p, os.path.join(ROOT, "examples")))
 def test_example_program(path):
-    from miltext.model.text import read_text_model
-    check(read_text_model(path).program, must_encode=True)
+    from miltext.model.text import read_program_file
+    check(read_program_file(path).program, must_encode=True)
 
 
 def _bench():

@@ -72,8 +72,8 @@ def _examples():
 
 @pytest.mark.parametrize("path", _examples(), ids=lambda p: os.path.relpath(p, os.path.join(ROOT, "examples")))
 def test_example_program(path):
-    from miltext.model.text import read_text_model
-    data = proto_bytes(read_text_model(path).program)
+    from miltext.model.text import read_program_file
+    data = proto_bytes(read_program_file(path).program)
     check(data, must_print=True)
 
 

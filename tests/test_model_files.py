@@ -10,7 +10,7 @@ import miltext
 from miltext.model import Model, read_model, write_model
 from miltext.model.mlmodel import model_from_bytes, model_to_bytes
 from miltext.proto import schema
-from miltext.model.sources import InputError
+from miltext.model.program_files import InputError
 from model_cases import PACKAGES, coremltools_model, copy_package, mlmodel_of, name_of, read, weights_of
 
 # Fields a real .mlmodel may hold that miltext's Model.proto leaves out: isUpdatable (10) and a

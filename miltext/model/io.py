@@ -8,12 +8,11 @@ from ..errors import ProgramError, format_diagnostic
 from ..files import claim_output, write_atomic
 from ..progress import Silent
 from ..errors import InputError
-from ..files import decode_text, read_regular
-from .sources import check_program_bytes, program_file
 from .core import Model
 from .mlmodel import model_to_bytes, read_mlmodel
 from .package import OWNED, is_package, read_package, write_package
-from .text import model_text, read_text_model
+from .program_files import as_text, check_program_bytes, program_file
+from .text import model_text, read_program_file
 
 PACKAGE, MLMODEL, PROGRAM, TEXT = "package", "mlmodel", "program", "text"
 _SUFFIXES = {".mlpackage": PACKAGE, ".mlmodel": MLMODEL, ".pb": PROGRAM, ".binpb": PROGRAM,
@@ -43,10 +42,8 @@ def read_model(path: str, progress=None) -> Model:
         model = read_package(path)
     elif kind == MLMODEL:
         model = read_mlmodel(path)
-    elif kind == PROGRAM and os.path.isfile(path):
-        model = _read_program_proto(path)
     else:
-        model = read_text_model(program_file(path))   # text or a program .pb, by suffix or content
+        model = read_program_file(path)   # text or a program .pb, by suffix or content
     model.source = path
     return model
 
@@ -73,19 +70,11 @@ def _read_stdin() -> Model:
     from .text import parse_model
     data = sys.stdin.buffer.read()
     folder = os.getcwd()
-    try:
-        text = decode_text(data)
-    except UnicodeDecodeError:
+    text = as_text(STDIN_NAME, data)
+    if text is None:
         check_program_bytes(STDIN_NAME, data)
         return Model(folder=folder, program_proto=data)
     return parse_model(text, STDIN_NAME, folder)
-
-
-def _read_program_proto(path: str) -> Model:
-    """A .pb file: checked to be a Program, and kept serialized until something asks for it."""
-    data = read_regular(path)
-    check_program_bytes(path, data)
-    return Model(folder=os.path.dirname(os.path.abspath(path)), source=path, program_proto=data)
 
 
 def write_model(model: Model, path: str, progress=None, kind: str | None = None) -> None:

@@ -1,10 +1,12 @@
-"""Reading a program from whatever file a user names: MIL text or a serialized MIL Program."""
+"""Files that hold a program alone: which file that is (a compiled model's model.mil), whether
+it holds MIL text or a serialized MIL Program, and whether those bytes read as a Program.
+model.text.read_program_file reads one with these."""
 from __future__ import annotations
 
 import os
 
-from ..errors import InputError, ParseError, ProgramError
-from ..files import decode_text, read_regular
+from ..errors import InputError, ProgramError
+from ..files import decode_text
 
 TEXT_SUFFIXES = (".mil", ".txt")
 PROTO_SUFFIXES = (".pb", ".binpb")
@@ -22,40 +24,22 @@ def program_file(path: str) -> str:
     return inner
 
 
-def read_program(path: str, *, with_model: bool = False):
-    """The program in `path`, by its suffix (or its content when the suffix says nothing).
-    With `with_model`, (the text's model section or None, the program)."""
-    return read_source(path, with_model=with_model)[0]
-
-
-def read_source(path: str, *, with_model: bool = False):
-    """(what read_program gives, the text it was parsed from, or None for a serialized one)."""
-    path = program_file(path)
-    data = read_regular(path)
-    kind = _kind(path, data)
-    if kind == "proto":
-        program = program_from_bytes(path, data)
-        return ((None, program) if with_model else program), None
+def as_text(name: str, data: bytes) -> str | None:
+    """`data` as text, or None when it is a serialized program: by the suffix of `name`, else
+    by whether it is UTF-8."""
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in PROTO_SUFFIXES:
+        return None
     try:
-        text = decode_text(data)
+        return decode_text(data)
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start}) and not a MIL proto") from None
-    del data  # a big file is not held twice while it is parsed
-    from ..text.dialects import parse
-    return parse(text, path, with_model=with_model), text
-
-
-def program_from_bytes(path: str, data: bytes) -> "Program":
-    from ..ir import Program
-    try:
-        return Program.from_proto(data)
-    except ProgramError as e:
-        raise InputError(f"{path}: {e.message}") from None
+        if suffix in TEXT_SUFFIXES:
+            raise InputError(f"{name}: not UTF-8 text (byte {e.start}) and not a MIL proto") from None
+        return None
 
 
 def check_program_bytes(path: str, data: bytes) -> None:
-    """Raise the InputError program_from_bytes would for bytes protobuf cannot read as a
-    Program, without building the object model."""
+    """InputError for bytes protobuf cannot read as a Program, without building the object model."""
     from ..ir.decode import program_message
     try:
         program_message(data)
@@ -63,17 +47,4 @@ def check_program_bytes(path: str, data: bytes) -> None:
         raise InputError(f"{path}: {e.message}") from None
 
 
-def _kind(path: str, data: bytes) -> str:
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix in PROTO_SUFFIXES:
-        return "proto"
-    if suffix in TEXT_SUFFIXES:
-        return "text"
-    try:
-        data.decode("utf-8")
-        return "text"
-    except UnicodeDecodeError:
-        return "proto"
-
-
-__all__ = ["read_program", "read_source", "program_file", "program_from_bytes", "check_program_bytes", "InputError", "ParseError"]
+__all__ = ["program_file", "as_text", "check_program_bytes", "InputError"]

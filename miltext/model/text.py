@@ -1,11 +1,14 @@
 """A whole model as MIL text: the model section (what the .mlmodel holds around the program, see
-`section`), then the program. `@model_path` in the text means the folder of the file."""
+`section`), then the program. `@model_path` in the text means the folder of the file.
+read_program_file is the one way in for a file that holds a program alone (text, or a
+serialized program): io.read_model takes it for all but packages and .mlmodel files."""
 from __future__ import annotations
 
 import os
 
-from .sources import program_file, read_source
+from ..files import read_regular
 from .core import Model
+from .program_files import as_text, check_program_bytes, program_file
 
 
 def model_text(model: Model, weights=None, program: str | None = None) -> str:
@@ -20,11 +23,19 @@ def model_text(model: Model, weights=None, program: str | None = None) -> str:
     return text
 
 
-def read_text_model(path: str) -> Model:
-    """A .mil file (or a .pb, which has no model section) as a Model."""
-    (section, program), text = read_source(path, with_model=True)
-    folder = os.path.dirname(os.path.abspath(program_file(path)))   # a .mlmodelc's model.mil is inside it
-    return _model(section, program, text, path, folder)
+def read_program_file(path: str) -> Model:
+    """The model in the file `path` names (program_file), read as its suffix says, or by its
+    content when the suffix says nothing: text is parsed; a serialized program is checked and
+    kept serialized until something asks for it. `@model_path` is the file's folder."""
+    path = program_file(path)
+    data = read_regular(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    text = as_text(path, data)
+    if text is None:
+        check_program_bytes(path, data)
+        return Model(folder=folder, source=path, program_proto=data)
+    del data  # a big file is not held twice while it is parsed
+    return parse_model(text, path, folder)
 
 
 def _model(section, program, text: str | None, filename, folder) -> Model:
@@ -52,8 +63,9 @@ def file_text(path: str, weight_digests: bool | None = False, progress=None) -> 
     when the weight files are there, False never."""
     from .checkpoint_text import describe_checkpoint, is_checkpoint
     from .weights import describe, is_weight_file
-    if is_weight_file(path):
-        return describe(path)   # here: a weight file's text needs neither the object model nor protobuf
+    if is_weight_file(path):   # its blobs, named by the model that goes with it (weight_names)
+        from .weight_names import blob_labels
+        return describe(path, blob_labels(path))
     if is_checkpoint(path):
         return describe_checkpoint(path)     # a .npy or .safetensors file: its tensors' digests
     from .io import read_model
