@@ -2,7 +2,8 @@
 
     outputs = miltext.run(program, {"x": np.ones((1, 8), np.float32)})
 
-An evaluator (`evaluator.py`) walks a function's block in order, keeping each var's value; each
+A Session (`session.py`) prepares a program once and runs it many times; its evaluator
+(`evaluator.py`) walks a function's block in order, keeping each var's value; each
 op is computed by a kernel, one small function per op, found by name in `registry.py` and
 grouped by family in `kernels/`. Kernels follow the op definitions of coremltools (the same
 defaults, axis conventions and modes); an op with no kernel is a RunError naming it and its
@@ -11,6 +12,7 @@ place, never a wrong answer. docs/run.md lists the ops and the dtype rules.
 from __future__ import annotations
 
 from .errors import RunError
+from .session import Session
 
 
 def run(program, inputs: dict, function: str = "main", states: dict | None = None,
@@ -21,10 +23,9 @@ def run(program, inputs: dict, function: str = "main", states: dict | None = Non
     `weights` is the folder blob references are relative to (`@model_path`). The run stops
     with a RunError after `timeout` seconds and before any tensor that would take it past
     `max_memory` bytes (None: the defaults of limits.py). `confine_refs` refuses weight
-    references that lead out of `weights`."""
-    from .evaluator import Evaluator
-    from .limits import Limits
-    return Evaluator(program, weights, Limits(timeout, max_memory), confine_refs).run(function, inputs, states)
+    references that lead out of `weights`. One run of a Session: a Session runs the program
+    again without preparing it again."""
+    return Session(program, weights, confine_refs).run(inputs, function, states, timeout, max_memory)
 
 
-__all__ = ["run", "RunError"]
+__all__ = ["run", "Session", "RunError"]

@@ -5,31 +5,52 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes, ops as op_table
-from ..ir import Value
 from .errors import RunError
 from .limits import held
 
 _REQUIRED = object()
 
 
+class Literal:
+    """A literal input of an op (or a const's value), decoded on its first use and kept when
+    it is an array (read-only: a kernel writing into it would change every later run); list
+    and dict values, which list kernels may change, are decoded afresh each time."""
+    __slots__ = ("value", "array")
+
+    def __init__(self, value):
+        self.value, self.array = value, None
+
+    def get(self, evaluator):
+        if self.array is not None:
+            return self.array
+        value = evaluator.value(self.value)
+        if isinstance(value, np.ndarray):
+            value = value.view()          # the program's own array stays as it was
+            value.flags.writeable = False
+            self.array = value
+        return value
+
+
 class Args:
-    def __init__(self, evaluator, op, env: dict, opset: str):
-        self.evaluator, self.op, self.env, self.opset = evaluator, op, env, opset
+    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "passes")
+
+    def __init__(self, evaluator, op, env: dict, opset: str, bindings: dict):
+        """`bindings`: the op's inputs and attributes by name, each a list of var names and
+        Literals (the evaluator's Step holds them, prepared once)."""
+        self.evaluator, self.op, self.env, self.opset, self.bindings = evaluator, op, env, opset, bindings
+        self.passes = None
 
     def _bindings(self, key: str) -> list | None:
-        if key in self.op.inputs:
-            return self.op.inputs[key]
-        if key != "name" and key in self.op.attributes:
-            return [self.op.attributes[key]]
-        return None
+        return self.bindings.get(key)
 
     def _resolve(self, binding):
-        if isinstance(binding, str):
-            if binding not in self.env:
-                raise RunError(f"%{binding} is not defined")
-            return self.env[binding]
-        if isinstance(binding, Value):
-            return self.evaluator.value(binding)
+        if type(binding) is str:
+            try:
+                return self.env[binding]
+            except KeyError:
+                raise RunError(f"%{binding} is not defined") from None
+        if isinstance(binding, Literal):
+            return binding.get(self.evaluator)
         raise RunError("an input binds nothing")
 
     def has(self, key: str) -> bool:
@@ -38,7 +59,7 @@ class Args:
     def __call__(self, key: str, default=_REQUIRED):
         """Input `key` (its one binding); its default when not given: `default`, else the op
         definition's; RunError for a required input left out."""
-        found = self._bindings(key)
+        found = self.bindings.get(key)
         if found is None:
             if default is not _REQUIRED:
                 return default
@@ -101,7 +122,18 @@ class Args:
         scope = _NestedValues(self.env)
         for var, value in zip(inner.inputs, bound):
             scope[var.name] = value
-        return self.evaluator.block(inner, scope, self.opset)
+        observed = self.evaluator.observer
+        if observed is None:
+            return self.evaluator.block(inner, scope, self.opset)
+        # an observer sees which pass of which block of this op each value comes from
+        self.passes = self.passes or {}
+        self.passes[index] = self.passes.get(index, -1) + 1
+        owner = self.op.outputs[0].name if self.op.outputs else self.op.type
+        observed.path.append((owner, index, self.passes[index]))
+        try:
+            return self.evaluator.block(inner, scope, self.opset)
+        finally:
+            observed.path.pop()
 
 
 class _NestedValues(dict):

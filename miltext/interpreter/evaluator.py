@@ -1,19 +1,41 @@
-"""The loop: a function's block evaluated op by op, each var's value kept by name; nested
-blocks (cond, while_loop) evaluated in a scope of their own that sees the outer one."""
+"""The loop, prepared once per program and run many times: each block becomes a list of steps
+(the op, its kernel, its bindings, the dtypes and sizes its outputs declare, the values no later
+op reads), worked out on the block's first run; literals and weights are decoded on first use
+and kept, read-only, for every later run (weight files memory-mapped where the dtype allows).
+A run evaluates the steps in order, keeping each var's value by name; nested blocks (cond,
+while_loop) run in a scope of their own that sees the outer one."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import InputError
-from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, WeightRef
+from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, Value, WeightRef
 from ..ir.walk import blocks, operations
-from .args import Args
+from .args import Args, Literal
 from .errors import RunError
-from .limits import Limits, size_text
+from .limits import BIG, Limits, size_text
 from .registry import find
+
+
+class Step:
+    """One op as the loop runs it."""
+    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "drops")
+
+    def __init__(self, op, kernel, bindings: dict, drops: list):
+        self.op, self.kernel, self.bindings, self.drops = op, kernel, bindings, drops
+        self.names = [var.name for var in op.outputs]
+        self.dtypes = [_numpy_dtype(var.type) for var in op.outputs]
+        # what the text declares the outputs take, checked before the kernel runs
+        self.need = []
+        for var in op.outputs:
+            t = var.type.wrapped if isinstance(var.type, StateType) else var.type
+            if isinstance(t, TensorType) and t.is_static:
+                itemsize = np.dtype(_numpy_dtype(t) or np.float64).itemsize
+                self.need.append((t.shape, itemsize, f"output %{var.name}", math.prod(t.shape) * itemsize))
 
 
 class Evaluator:
@@ -23,16 +45,26 @@ class Evaluator:
         self.weights_folder = weights
         self.confine_refs = confine_refs     # weight references may not lead out of `weights`
         self.limits = limits if limits is not None else Limits()
+        self.states: dict = {}
+        self.observer = None
         self._weights = None
-        self._last_uses = {}
+        self._maps: dict = {}                # weight file -> its memory map (kept: arrays view it)
+        self._plans: dict = {}               # id(block) -> (block, its steps)
+        self._alone: dict = {}               # id(op) -> (op, its step), for ops run outside a block
         _complete_types(program)
 
     # ---- a function ----
-    def run(self, function: str, inputs: dict, states: dict | None = None) -> dict:
+    def run(self, function: str, inputs: dict, states: dict | None = None, limits: Limits | None = None,
+            observer=None) -> dict:
+        """The outputs of `function` for `inputs`; `limits` (this run's; else the evaluator's)
+        and `observer` (called after each op, see Session.run) hold for this run only."""
         fn = self.program.functions.get(function)
         if fn is None:
             raise RunError(f"the program has no function {function!r} "
                            f"(it has {', '.join(sorted(self.program.functions)) or 'none'})")
+        if limits is not None:
+            self.limits = limits
+        self.observer = None if observer is None else _Observed(observer, function)
         self.states = states if states is not None else {}
         extra = set(inputs) - {v.name for v in fn.inputs}
         if extra:
@@ -51,18 +83,31 @@ class Evaluator:
                 raise RunError(f"input %{var.name} is not given", var.loc)
             env[var.name] = _as_input(var, inputs[var.name])
         try:
-            outputs = self.block(fn.block, env, fn.opset)
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)    # NaN and inf are answers here
+                outputs = self.block(fn.block, env, fn.opset)
         finally:
-            if self._weights is not None:
-                self._weights.__exit__(None, None, None)
-                self._weights = None
-        return dict(zip(fn.block.outputs, outputs))
+            self.close_files()
+        # a kept literal is read-only: the caller gets an array of its own
+        return {name: v if not isinstance(v, np.ndarray) or v.flags.writeable else v.copy()
+                for name, v in zip(fn.block.outputs, outputs)}
+
+    def close_files(self) -> None:
+        """Close the weight files read by seek and read (the maps stay: kept arrays view them)."""
+        if self._weights is not None:
+            self._weights.__exit__(None, None, None)
+            self._weights = None
 
     def block(self, block, env: dict, opset: str) -> list:
-        drops = self._drops(block)
-        for index, op in enumerate(block.operations):
-            self.op(op, env, opset)
-            for name in drops[index]:
+        steps = self._plans.get(id(block))
+        steps = self._prepare(block) if steps is None else steps[1]
+        check_time, observer = self.limits.check_time, self.observer
+        for step in steps:
+            check_time(step.op)
+            self._step(step, env, opset)
+            if observer is not None:
+                observer.saw(step, env)
+            for name in step.drops:
                 # a value no later op reads is let go, so memory holds the live values only
                 if dict.__contains__(env, name):
                     del env[name]
@@ -71,40 +116,53 @@ class Evaluator:
             raise RunError(f"the block's output %{missing[0]} is not defined", block.loc)
         return [env[n] for n in block.outputs]
 
-    def _drops(self, block) -> list:
-        """For each op of the block, the names no later op (nor the block's outputs) reads;
+    def _prepare(self, block) -> list:
+        """The block's steps, each with the names no later op (nor the block's outputs) reads;
         worked out once per block (a loop body runs many times)."""
-        key = id(block)
-        if key not in self._last_uses:
-            last = {}
-            for index, op in enumerate(block.operations):
-                for name in _reads(op):
-                    last[name] = index
-                for var in op.outputs:
-                    last.setdefault(var.name, index)      # never read: dropped at once
-            keep = set(block.outputs)
-            drops = [[] for _ in block.operations]
-            for name, index in last.items():
-                if name not in keep:
-                    drops[index].append(name)
-            self._last_uses[key] = (block, drops)     # the block is held so its id stays its own
-        return self._last_uses[key][1]
+        last = {}
+        for index, op in enumerate(block.operations):
+            for name in _reads(op):
+                last[name] = index
+            for var in op.outputs:
+                last.setdefault(var.name, index)      # never read: dropped at once
+        keep = set(block.outputs)
+        drops = [[] for _ in block.operations]
+        for name, index in last.items():
+            if name not in keep:
+                drops[index].append(name)
+        steps = [self._make_step(op, drops[i]) for i, op in enumerate(block.operations)]
+        self._plans[id(block)] = (block, steps)     # the block is held so its id stays its own
+        return steps
+
+    @staticmethod
+    def _make_step(op, drops: list) -> Step:
+        bindings = {key: [b if isinstance(b, str) else Literal(b) if isinstance(b, Value) else b
+                          for b in found] for key, found in op.inputs.items()}
+        for key, value in op.attributes.items():
+            if key != "name" and key not in bindings:
+                bindings[key] = [Literal(value)]
+        return Step(op, find(op.type), bindings, drops)
 
     def op(self, op, env: dict, opset: str) -> None:
-        kernel = find(op.type)
+        """`op` run alone on the values of `env` (its step kept, its literals too)."""
+        held = self._alone.get(id(op))
+        if held is None:
+            held = self._alone[id(op)] = (op, self._make_step(op, []))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self._step(held[1], env, opset)
+
+    def _step(self, step: Step, env: dict, opset: str) -> None:
+        op, kernel = step.op, step.kernel
         if kernel is None:
             raise RunError(f"miltext run has no kernel for {op.type} (docs/run.md lists the ops it runs)", op.loc)
-        self.limits.check_time(op)
-        args = Args(self, op, env, opset)
+        args = Args(self, op, env, opset, step.bindings)
         try:
-            for var in op.outputs:       # what the text declares, checked before the kernel runs
-                t = var.type.wrapped if isinstance(var.type, StateType) else var.type
-                if isinstance(t, TensorType) and t.is_static:
-                    itemsize = np.dtype(_numpy_dtype(t) or np.float64).itemsize
-                    args.allow(t.shape, itemsize, f"output %{var.name}")
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)    # NaN and inf are answers here
-                result = kernel(args)
+            limits = self.limits
+            for shape, itemsize, what, need in step.need:
+                if need >= BIG or need > limits.max_memory:
+                    args.allow(shape, itemsize, what)
+            result = kernel(args)
         except RunError as e:
             if e.loc is None and op.loc is not None:
                 raise RunError(f"{op.type}: {e.message}", op.loc) from None
@@ -116,11 +174,16 @@ class Evaluator:
         except MemoryError:            # a size no kernel checked: a bug of ours, still said plainly
             raise RunError(f"{op.type} ran out of memory (--max-memory is "
                            f"{size_text(self.limits.max_memory)})", op.loc) from None
-        results = list(result) if isinstance(result, tuple) else [result]
-        if len(results) != len(op.outputs):
-            raise RunError(f"{op.type} gave {len(results)} output(s), the op names {len(op.outputs)}", op.loc)
-        for var, value in zip(op.outputs, results):
-            env[var.name] = _as_declared(var.type, value)
+        names = step.names
+        if type(result) is not tuple:
+            if len(names) != 1:
+                raise RunError(f"{op.type} gave 1 output, the op names {len(names)}", op.loc)
+            env[names[0]] = _as_declared(step.dtypes[0], result)
+            return
+        if len(result) != len(names):
+            raise RunError(f"{op.type} gave {len(result)} output(s), the op names {len(names)}", op.loc)
+        for name, want, value in zip(names, step.dtypes, result):
+            env[name] = _as_declared(want, value)
 
     # ---- values ----
     def value(self, value):
@@ -144,8 +207,15 @@ class Evaluator:
         from ..model.blobs import Weights
         if self._weights is None:
             self._weights = Weights(self.weights_folder, "the program")
-        return self._weights.blob_array(blob, vtype)
-
+        reader = self._weights.reader(blob.file)
+        info = reader.info(blob.offset)               # the record checked against the file
+        dt = dtypes.by_name(info.dtype)
+        if not _mappable(dt):
+            return self._weights.blob_array(blob, vtype)
+        from .weight_maps import mapped
+        flat = mapped(self._maps, reader.path, np.dtype(dt.numpy), info.data_offset, info.count)
+        t = vtype.wrapped if isinstance(vtype, StateType) else vtype
+        return flat.reshape(t.shape) if isinstance(t, TensorType) and t.is_static else flat
 
     def _file_tensor(self, ref, vtype):
         """A tensor a .mil file names in a .npy or .safetensors file beside it, in the declared
@@ -156,6 +226,19 @@ class Evaluator:
         return weight_refs.tensor(ref, vtype, self.weights_folder, header, self.confine_refs)
 
 
+class _Observed:
+    """An observer and where the run is: the function, and inside nested blocks the op that
+    owns each one with its block index and pass, outermost first."""
+    __slots__ = ("observer", "function", "path")
+
+    def __init__(self, observer, function: str):
+        self.observer, self.function, self.path = observer, function, []
+
+    def saw(self, step: Step, env: dict) -> None:
+        self.observer(self.function, tuple(self.path), step.op,
+                      {name: env[name] for name in step.names if name in env})
+
+
 class _StateRef:
     """A state input: read_state and write_state reach the array through the evaluator."""
     __slots__ = ("name",)
@@ -164,14 +247,22 @@ class _StateRef:
         self.name = name
 
 
+def _mappable(dt) -> bool:
+    """Whether the weight file's bytes are the array itself (little-endian, whole bytes, a
+    numpy dtype of the same width): then it is mapped, not read."""
+    if dt.sub_byte or dt.numpy is None or np.dtype(dt.numpy).itemsize * 8 != dt.bits:
+        return False
+    return dt.kind != "float" or dt.name in ("fp16", "fp32", "fp64")
+
+
 def _numpy_dtype(t):
     if isinstance(t, StateType):
         t = t.wrapped
     if not isinstance(t, TensorType):
         return None
     try:
-        return dtypes.by_name(t.dtype).numpy
-    except KeyError:
+        return np.dtype(dtypes.by_name(t.dtype).numpy)
+    except (KeyError, TypeError):
         return None
 
 
@@ -194,11 +285,16 @@ def _as_input(var, value):
     return array
 
 
-def _as_declared(vtype, value):
-    """An op's result in the dtype its output declares (fp16 stays fp16)."""
-    if isinstance(value, (list, tuple, dict, _StateRef)):
+_PASSED = (list, tuple, dict, _StateRef)
+
+
+def _as_declared(want, value):
+    """An op's result in the dtype `want` its output declares (fp16 stays fp16)."""
+    if type(value) is np.ndarray:
+        if want is None or value.dtype == want:
+            return value
+    elif isinstance(value, _PASSED):
         return value
-    want = _numpy_dtype(vtype)
     array = np.asarray(value)
     if want is not None and array.dtype != want:
         with np.errstate(all="ignore"):      # fp16 overflow is inf, as Core ML gives
@@ -225,4 +321,3 @@ def _reads(op):
             yield from (b for b in bindings if isinstance(b, str))
     for inner in blocks(op):
         yield from inner.outputs
-
