@@ -17,6 +17,9 @@ def __getattr__(name: str):
     if name in _ir.__all__:
         value = globals()[name] = getattr(_ir, name)
         return value
+    if name == "Session":       # the interpreter's, imported when first used (numpy)
+        from .interpreter.session import Session
+        return Session
     try:
         return importlib.import_module(f".{name}", __name__)
     except ModuleNotFoundError as e:
@@ -89,7 +92,8 @@ def run(program: "Program", inputs: dict, function: str = "main", states: dict |
         weights: str | None = None) -> dict:
     """The outputs of `function` for `inputs` (name -> numpy array), computed by miltext's NumPy
     interpreter (docs/run.md); `states` are a stateful model's, updated in place; `weights` is
-    the folder blob references are relative to."""
+    the folder blob references are relative to. To run one program many times, keep a
+    `miltext.Session(program, weights)` and call its run: it is prepared once."""
     from .interpreter import run as run_program
     return run_program(program, inputs, function, states, weights)
 
@@ -106,5 +110,5 @@ def to_coremltools(program: "Program", folder=None):
     return convert(program, folder)
 
 
-__all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "run", "from_coremltools", "to_coremltools",
+__all__ = ["loads", "load", "dumps", "dump", "proto_to_text", "check", "run", "Session", "from_coremltools", "to_coremltools",
            "ParseError", "ProgramError", *_ir.__all__]
