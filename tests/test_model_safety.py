@@ -98,7 +98,7 @@ CORRUPTIONS = {"truncated model": "not a Core ML model (truncated or corrupt pro
                "truncated weights": "truncated: blob",
                "bad sentinel": "bad sentinel",
                "no weights": "weight file not found",
-               "broken manifest": "Manifest.json: not valid JSON",
+               "broken manifest": "Manifest.json: error: not valid JSON",
                "no manifest": "not a model package (no Manifest.json)",
                "no model file": "the model file Data/com.apple.CoreML/model.mlmodel is missing"}
 WEIGHT_CORRUPTIONS = ["truncated weights", "bad sentinel", "no weights"]
