@@ -65,8 +65,8 @@ def test_git_diff_shows_a_changed_op_and_a_changed_weight(repo, tmp_path):
     assert changed == [
         '-    %input_5_cast_fp16: (2, 32, fp16) = relu(x=%linear_0_cast_fp16, name="input_5_cast_fp16")',
         '+    %input_5_cast_fp16: (2, 32, fp16) = sigmoid(x=%linear_0_cast_fp16, name="input_5_cast_fp16")',
-        f"-blob: 32 x fp16, 64 bytes, sha256:{old_digest}",
-        f"+blob: 32 x fp16, 64 bytes, sha256:{new_digest}"]
+        f"-%var_0_bias_to_fp16: (32, fp16), 64 bytes, sha256:{old_digest}",    # named by the model of each side
+        f"+%var_0_bias_to_fp16: (32, fp16), 64 bytes, sha256:{new_digest}"]
     assert "Manifest.json" not in diff                           # packing again kept its identifiers
     log = repo("log", "-p", "-1")
     assert "+    %input_5_cast_fp16: (2, 32, fp16) = sigmoid(" in log
@@ -309,3 +309,105 @@ def test_git_setup_refused_changes_neither_config_nor_files(repo, kind):
         assert os.readlink(attributes) == "nowhere/attributes"
     if before is not None:
         assert attributes.read_bytes() == before
+
+
+# ---- plain textconv names the const of each blob of weight.bin ----------------------------------
+
+MLP = os.path.join(ROOT, "examples", "mlp")     # three blob weights: fc1 weight and bias, fc2 weight
+
+
+def _changed(diff: str) -> list:
+    return [line for line in diff.splitlines() if line.startswith(("+", "-")) and line[:3] not in ("+++", "---")]
+
+
+def _bias_line(weight: str, sign: str) -> str:
+    from miltext.model.weights import describe
+    from miltext.model.weight_names import blob_labels
+    (line,) = [line for line in describe(weight, blob_labels(weight)).splitlines() if "%fc1_bias_to_fp16" in line]
+    return sign + line
+
+
+@pytest.mark.parametrize("layout", ["package", "folder"])
+def test_a_changed_weight_is_one_line_naming_its_const(repo, tmp_path, layout):
+    import shutil
+    import numpy as np
+    from test_docs import _blocks
+    assert run("git-setup", cwd=repo.path, env=repo.env).returncode == 0
+    if layout == "package":
+        pack(MLP, str(repo.path / "mlp.mlpackage"))
+        weight = repo.path / "mlp.mlpackage" / "Data" / "com.apple.CoreML" / "weights" / "weight.bin"
+    else:
+        shutil.copytree(MLP, repo.path / "mlp")
+        weight = repo.path / "mlp" / "weights" / "weight.bin"
+    repo("add", "-A")
+    repo("commit", "-qm", "the model")
+    old = _bias_line(str(weight), "-")
+    assert old.startswith("-%fc1_bias_to_fp16: (16, fp16), 32 bytes, sha256:")
+    with WeightReader(weight) as reader:
+        offset = [b.offset for b in reader.blobs()][1]
+    replace_blob(weight, offset, np.zeros(16, np.float16))      # only the weight file changes
+    new = _bias_line(str(weight), "+")
+    diff = repo("diff")                                         # the work tree against the index
+    assert _changed(diff) == [old, new]
+    (shown,) = [b[2] for b in _blocks(os.path.join(ROOT, "docs", "review.md")) if b[2].startswith(" # weight file:")]
+    assert diff[diff.index("\n@@ ") + 1:].split("\n", 1)[1] == shown     # as docs/review.md shows it
+    repo("add", "-A")
+    repo("commit", "-qm", "a new bias")
+    uncached = ("-c", "diff.miltext.cachetextconv=false")       # each side converted here, not from git's cache
+    assert _changed(repo(*uncached, "diff", "HEAD~1")) == [old, new]
+    assert _changed(repo(*uncached, "log", "-p", "-1")) == [old, new]        # two temporary copies
+    assert _changed(repo("log", "-p", "-1")) == [old, new]
+
+    copy = tmp_path / "copy" / "weight.bin"                     # the old blob with nothing beside it,
+    copy.parent.mkdir()                                         # found in the history
+    copy.write_bytes(subprocess.run(["git", "show", f"HEAD~1:{weight.relative_to(repo.path)}"], cwd=repo.path,
+                                    env=repo.env, capture_output=True, check=True).stdout)
+    text = run("textconv", copy, cwd=repo.path, env=repo.env).stdout
+    assert old[1:] in text.splitlines() and "%fc2_weight_to_fp16: (4, 16, fp16), 128 bytes" in text
+
+
+def test_a_lone_weight_file_shows_its_digests_quickly(tmp_path, monkeypatch):
+    import shutil
+    import time
+    from miltext.model.text import textconv_text
+    lone = tmp_path / "weight.bin"
+    shutil.copyfile(os.path.join(MLP, "weights", "weight.bin"), lone)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))   # in no repository
+    monkeypatch.chdir(tmp_path)
+    result = run("textconv", lone, cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0] == "# weight file: 3 blobs, 704 bytes (blob storage v2)"
+    assert [line.split(", sha256:")[0] for line in lines[1:]] == [
+        "blob: 128 x fp16, 256 bytes", "blob: 16 x fp16, 32 bytes", "blob: 64 x fp16, 128 bytes"]
+    start = time.monotonic()
+    assert textconv_text(str(lone)) == result.stdout
+    assert time.monotonic() - start < 0.5                          # two git commands that fail at once
+
+
+def test_a_model_that_does_not_fit_names_no_blob(tmp_path):
+    import shutil
+    from miltext.model.weight_names import blob_labels
+    folder = tmp_path / "mlp"
+    shutil.copytree(MLP, folder)                                # another model's weights beside model.mil
+    shutil.copyfile(os.path.join(REVIEW, "mlp6.mlpackage", "Data", "com.apple.CoreML", "weights", "weight.bin"),
+                    folder / "weights" / "weight.bin")
+    assert blob_labels(str(folder / "weights" / "weight.bin")) == {}
+    assert blob_labels(os.path.join(MLP, "weights", "weight.bin")) == {
+        64: "%fc1_weight_to_fp16: (16, 8, fp16)", 384: "%fc1_bias_to_fp16: (16, fp16)",
+        512: "%fc2_weight_to_fp16: (4, 16, fp16)"}
+
+
+def test_git_past_its_deadline_leaves_the_blobs_unnamed(repo, tmp_path, monkeypatch):
+    import shutil
+    from miltext.model import weight_names
+    shutil.copytree(MLP, repo.path / "mlp")
+    repo("add", "-A")
+    repo("commit", "-qm", "the model")
+    copy = tmp_path / "weight.bin"
+    shutil.copyfile(repo.path / "mlp" / "weights" / "weight.bin", copy)
+    monkeypatch.chdir(repo.path)
+    monkeypatch.setenv("GIT_DIR", str(repo.path / ".git"))
+    assert len(weight_names.blob_labels(str(copy))) == 3        # found in the index
+    monkeypatch.setattr(weight_names, "DEADLINE", 0.0)
+    assert weight_names.blob_labels(str(copy)) == {}

@@ -29,11 +29,11 @@ print("\\n".join(sorted(sys.modules)), file=sys.stderr)
 """
 
 
-def textconv_modules(path: str) -> tuple:
+def textconv_modules(path: str, cwd=ROOT, env=None) -> tuple:
     """textconv's output for `path`, run as git runs it (a process of its own), and the modules
     it imported."""
-    result = subprocess.run([sys.executable, "-c", PROBE, path], capture_output=True, text=True, cwd=ROOT,
-                            timeout=120)
+    result = subprocess.run([sys.executable, "-c", PROBE, path], capture_output=True, text=True, cwd=cwd,
+                            env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout, set(result.stderr.split())
 
@@ -45,11 +45,16 @@ def test_textconv_of_a_model_imports_nothing_heavy():
     assert sorted(modules.intersection(NOT_IMPORTED)) == []
 
 
-def test_textconv_of_a_weight_file_imports_nothing_heavy():
-    text, modules = textconv_modules(WEIGHTS)
-    assert text.startswith("# weight file: 11 blobs")
+def test_textconv_of_a_weight_file_imports_nothing_heavy(tmp_path):
+    text, modules = textconv_modules(WEIGHTS)       # its blobs named by the model.mlmodel beside it
+    assert text.startswith("# weight file: 11 blobs") and "\n%var_0_weight_to_fp16: (16, 8, fp16), " in text
+    assert sorted(modules.intersection(NOT_IMPORTED)) == []
+    lone = tmp_path / "weight.bin"                  # with no model to name its blobs: no object model
+    lone.write_bytes(open(WEIGHTS, "rb").read())
+    text, modules = textconv_modules(str(lone), cwd=tmp_path, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    assert text.startswith("# weight file: 11 blobs") and "\nblob: 128 x fp16, " in text
     assert sorted(modules.intersection(NOT_IMPORTED + ("google.protobuf", "dataclasses", "json"))) == []
-    assert sorted(m for m in modules if m.startswith("miltext.ir.")) == []     # no object model
+    assert sorted(m for m in modules if m.startswith("miltext.ir.")) == []
 
 
 def test_textconv_arguments_are_what_the_command_line_parser_makes():

@@ -317,4 +317,4 @@ def test_git_diff_of_a_rebuilt_package_shows_only_the_inserted_layer(repo):
     assert changed[2] == '-    %h2: (1, 8, fp16) = linear(x=%h1, weight=%w2, name="h2")'
     assert changed[3] == '+    %h2: (1, 8, fp16) = linear(x=%hextra, weight=%w2, name="h2")'
     assert changed[4].startswith("-# weight file: 6 blobs") and changed[5].startswith("+# weight file: 7 blobs")
-    assert re.fullmatch(r"\+blob: 64 x fp16, 128 bytes, sha256:[0-9a-f]{8}", changed[6])
+    assert re.fullmatch(r"\+%wextra: \(8, 8, fp16\), 128 bytes, sha256:[0-9a-f]{8}", changed[6])   # named by its model

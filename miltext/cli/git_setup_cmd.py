@@ -2,8 +2,9 @@
 
 Sets up a diff driver `miltext` whose textconv is `miltext textconv` (with cachetextconv, so git
 converts each file version once), and marks files for it in .gitattributes: *.mlmodel (so the
-model.mlmodel inside a .mlpackage too), *.pb, and weight.bin (which shows as its blobs and their
-digests, so a changed weight shows). With --structural, the driver's command is also `miltext
+model.mlmodel inside a .mlpackage too), *.pb, and weight.bin (which shows as its blobs, each named
+by the const that holds it in the package's model, with its digest: a changed weight is one line
+naming its const; model/weight_names). With --structural, the driver's command is also `miltext
 diff --git-external`: `git diff` then shows models as `miltext diff` compares them, by structure
 (`git diff --no-ext-diff`, and `git log -p` without --ext-diff, still show the text). Without
 --global: the current repository's config and its top-level .gitattributes; with --global: your

@@ -57,13 +57,16 @@ def parse_model(text: str, filename: str | None = None, folder: str | None = Non
     return _model(section, program, text, filename, folder)
 
 
-def file_text(path: str, weight_digests: bool | None = False, progress=None) -> str:
+def file_text(path: str, weight_digests: bool | None = False, progress=None, blob_names: bool = False) -> str:
     """The canonical text of whatever `path` holds: a model or a program, or the list of blobs of
     a weight file. `weight_digests`: True puts a digest beside each blob reference, None does so
-    when the weight files are there, False never."""
+    when the weight files are there, False never. `blob_names`: a weight file's blobs are named
+    by the model that goes with it (weight_names; in a repository, git is asked)."""
     from .checkpoint_text import describe_checkpoint, is_checkpoint
     from .weights import describe, is_weight_file
-    if is_weight_file(path):   # its blobs, named by the model that goes with it (weight_names)
+    if is_weight_file(path):
+        if not blob_names:
+            return describe(path)   # here: a weight file's text needs neither the object model nor protobuf
         from .weight_names import blob_labels
         return describe(path, blob_labels(path))
     if is_checkpoint(path):
@@ -84,7 +87,7 @@ def textconv_text(path: str) -> str:
     """What `miltext textconv` shows of `path` (see cli/textconv_cmd): its text, or, since git
     shows whatever textconv prints, a line saying why not, with the file's size and digest."""
     try:
-        return file_text(path)
+        return file_text(path, blob_names=True)
     except Exception as e:  # git shows whatever this prints; a failure must not break `git diff`
         return _unreadable(path, e)
 

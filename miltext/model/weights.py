@@ -262,15 +262,17 @@ def is_weight_file(path: str) -> bool:
     return len(head) >= HEADER.size and HEADER.unpack(head[:HEADER.size])[1] == VERSION
 
 
-def describe(path) -> str:
+def describe(path, labels: dict | None = None) -> str:
     """A weight file as text, one line per blob in file order with its dtype, size and digest.
     No offsets: each follows from the blobs before it, and a blob inserted or removed then
-    changes its own line only (the digests match those `print --weight-digests` shows)."""
+    changes its own line only (the digests match those `print --weight-digests` shows).
+    `labels` ({offset: "%const: (shape, dtype)"}, weight_names) name the blobs it has."""
+    labels = labels or {}
     with WeightReader(path) as reader:
         lines = [f"# weight file: {reader.count} blobs, {reader.file_size} bytes (blob storage v{VERSION})"]
         for info in reader.blobs():
-            lines.append(f"blob: {info.count} x {info.dtype}, {info.size} bytes, "
-                         f"sha256:{reader.digest(info.offset)}")
+            what = labels.get(info.offset) or f"blob: {info.count} x {info.dtype}"
+            lines.append(f"{what}, {info.size} bytes, sha256:{reader.digest(info.offset)}")
     return "\n".join(lines) + "\n"
 
 
