@@ -349,7 +349,7 @@ def test_a_changed_weight_is_one_line_naming_its_const(repo, tmp_path, layout):
     new = _bias_line(str(weight), "+")
     diff = repo("diff")                                         # the work tree against the index
     assert _changed(diff) == [old, new]
-    (shown,) = [b[2] for b in _blocks(os.path.join(ROOT, "docs", "review.md")) if b[2].startswith(" # weight file:")]
+    (shown,) = [b[2] for b in _blocks(os.path.join(ROOT, "docs", "review.md")) if b[2].startswith(" # weight")]
     assert diff[diff.index("\n@@ ") + 1:].split("\n", 1)[1] == shown     # as docs/review.md shows it
     repo("add", "-A")
     repo("commit", "-qm", "a new bias")

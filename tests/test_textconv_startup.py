@@ -51,7 +51,8 @@ def test_textconv_of_a_weight_file_imports_nothing_heavy(tmp_path):
     assert sorted(modules.intersection(NOT_IMPORTED)) == []
     lone = tmp_path / "weight.bin"                  # with no model to name its blobs: no object model
     lone.write_bytes(open(WEIGHTS, "rb").read())
-    text, modules = textconv_modules(str(lone), cwd=tmp_path, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    outside = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)}   # of any repository
+    text, modules = textconv_modules(str(lone), cwd=tmp_path, env=outside)
     assert text.startswith("# weight file: 11 blobs") and "\nblob: 128 x fp16, " in text
     assert sorted(modules.intersection(NOT_IMPORTED + ("google.protobuf", "dataclasses", "json"))) == []
     assert sorted(m for m in modules if m.startswith("miltext.ir.")) == []
