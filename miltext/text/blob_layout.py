@@ -12,8 +12,6 @@ program's bytes are exactly those it was printed from.
 """
 from __future__ import annotations
 
-from contextvars import ContextVar
-
 from .. import dtypes, ops
 from ..ir import Blob, DictData, ListData, StateType, TensorType, TupleData
 from ..blob_storage import HEADER_SIZE, RECORD_SIZE, align
@@ -66,10 +64,6 @@ class ImpliedBlob(Blob):
 
 NOT_IMPLIED = ("this blob's offset does not follow from the blob before it in its file, whose "
                "type has no static size; write the offset, blob(N)")
-
-# The layout of the program being printed (None: every offset is written).
-PRINTING: ContextVar = ContextVar("miltext_blob_layout", default=None)
-
 
 def values(program):
     """(value, loc) for every value of the program, nested ones after their container, in the
