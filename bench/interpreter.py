@@ -1,163 +1,197 @@
-"""miltext run against torch eager: a ResNet-50 (batch 1, 224x224) and a GPT-2-style decoder (one
-token after a 16-token prompt), each converted by coremltools and run by miltext's interpreter on
-the same inputs, taking turns with torch; plus the interpreter's peak memory over the model's
-weights. Needs torch and coremltools (a benchmark, not a test; the conversions are cached in
-bench/out/interpreter/).
+"""miltext run against onnxruntime and torch eager on the same torch modules (a ResNet-18, a
+GPT-2-small block, a 4-layer decoder of small ops; bench/interpreter_models.py), as a user runs
+them: each engine in a process of its own (no library's idle threads take another's cores), at
+1 and 2 threads, warm-up runs excluded; medians, the ratios to onnxruntime and torch, and each
+process's peak memory (VmHWM) beside the model's weights and largest activation.
 
-    python bench/interpreter.py [--rounds 3]
+torch, onnx, onnxruntime and coremltools come from a venv of the benchmark's own,
+bench/.venv-peers (made here on first use; never the test run's); miltext runs in .venv.
+
+    .venv/bin/python bench/interpreter.py [--rounds 10] [--threads 1 2] [--models decoder]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
-import time
-
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-OUT = os.path.join(HERE, "out", "interpreter")
+ROOT = os.path.dirname(HERE)
+PEERS = os.path.join(HERE, ".venv-peers")
+PEER_PYTHON = os.path.join(PEERS, "bin", "python")
+# torch==2.13.0 is the CPU build; plain `torch` would be a CUDA build of several GB
+PEER_PACKAGES = ["torch==2.13.0", "onnx", "onnxscript", "onnxruntime", "coremltools==9.0", "threadpoolctl"]
+ENGINES = ("miltext", "onnxruntime", "torch")
+MODELS = ("resnet18", "gpt2_block", "decoder")
 
 
-def resnet50():
-    import torch
-    from torch import nn
-
-    class Bottleneck(nn.Module):
-        def __init__(self, cin, mid, stride):
-            super().__init__()
-            cout = mid * 4
-            self.body = nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
-                                      nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
-                                      nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
-            self.skip = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                         if stride != 1 or cin != cout else nn.Identity())
-
-        def forward(self, x):
-            return torch.relu(self.body(x) + self.skip(x))
-
-    layers, cin = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)], 64
-    for mid, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-        for i in range(blocks):
-            layers.append(Bottleneck(cin, mid, stride if i == 0 else 1))
-            cin = mid * 4
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000)]
-    return nn.Sequential(*layers), (torch.rand(1, 3, 224, 224),)
+def ensure_peers() -> None:
+    if os.path.exists(PEER_PYTHON):
+        return
+    print(f"== making {PEERS} (torch CPU, onnxruntime, coremltools: about 1 GB, a few minutes)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", PEERS], check=True)
+    subprocess.run([PEER_PYTHON, "-m", "pip", "install", "--quiet", *PEER_PACKAGES], check=True)
 
 
-def gpt2():
-    import torch
-    from torch import nn
-
-    class Block(nn.Module):
-        def __init__(self, d, heads):
-            super().__init__()
-            self.heads, self.d = heads, d
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x, mask):
-            t = x.shape[1]
-            q, k, v = self.qkv(self.ln1(x)).reshape(1, t, 3, self.heads, self.d // self.heads).permute(2, 0, 3, 1, 4)
-            a = torch.softmax(q @ k.transpose(-1, -2) / (self.d // self.heads) ** 0.5 + mask, -1) @ v
-            x = x + self.proj(a.transpose(1, 2).reshape(1, t, self.d))
-            return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
-
-    class Gpt2(nn.Module):
-        def __init__(self, vocab=2048, d=256, heads=4, layers=6, t=17):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Parameter(torch.randn(1, t, d) * 0.02)
-            self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
-            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
-            self.register_buffer("mask", torch.triu(torch.full((t, t), -1e4), 1))
-
-        def forward(self, ids):
-            x = self.tok(ids) + self.pos
-            for b in self.blocks:
-                x = b(x, self.mask)
-            return self.head(self.ln(x[:, -1:]))      # the next token's logits
-
-    return Gpt2(), (torch.randint(0, 2048, (1, 17)),)
+def thread_env(threads: int) -> dict:
+    """Every library's pool at `threads`; OpenBLAS left to pick its own kernel for this CPU
+    (a forced core type or L2 size, set for the tests on some machines, would skew it)."""
+    env = dict(os.environ)
+    for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[key] = str(threads)
+    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        env.pop(key, None)
+    return env
 
 
-def converted(name, make):
-    """The torch module, its inputs and the path of its conversion (made once)."""
-    import coremltools as ct
-    import torch
-    torch.manual_seed(0)
-    module, example = make()
-    module.eval()
-    path = os.path.join(OUT, name + ".mlpackage")
-    if not os.path.exists(path):
-        os.makedirs(OUT, exist_ok=True)
-        traced = torch.jit.trace(module, example)
-        inputs = [ct.TensorType(name=f"in{i}", shape=e.shape, dtype=np.int32 if e.dtype == torch.int64 else np.float32)
-                  for i, e in enumerate(example)]
-        ct.convert(traced, inputs=inputs, compute_precision=ct.precision.FLOAT32,
-                   minimum_deployment_target=ct.target.iOS17).save(path)
-    return module, example, path
-
-
-MEASURE = """
-import resource, sys, numpy as np
-sys.path.insert(0, sys.argv[1])
-from miltext.model.io import read_model
-import miltext
-model = read_model(sys.argv[2])
-data = np.load(sys.argv[3])
-miltext.run(model.program, {k: data[k] for k in data.files}, weights=model.folder)
-# VmHWM is this process's own high-water mark; ru_maxrss would also count the torch parent
-# it was forked from (Linux keeps the parent's peak across exec)
-try:
+# ---- one engine in its own process -------------------------------------------------------
+def peak_bytes() -> int:
     with open("/proc/self/status") as f:
-        print(next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM:")))
-except OSError:
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-"""
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
 
-def weights_bytes(path: str) -> int:
-    folder = os.path.join(path, "Data", "com.apple.CoreML", "weights")
-    return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+def worker(engine: str, model: str, threads: int, rounds: int, warmup: int) -> dict:
+    import time
+
+    import numpy as np
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, ROOT)
+    from interpreter_models import paths
+    p = paths(model)
+    data = np.load(p["data"])
+    inputs = {k[3:]: data[k] for k in data.files if k.startswith("in_")}
+    want = data["out_out"]
+    # the high-water mark before the model is loaded, the engine's library imported
+    __import__({"miltext": "miltext.interpreter.evaluator", "onnxruntime": "onnxruntime"}.get(engine, engine))
+    base = peak_bytes()
+    info = {}
+    if engine == "miltext":
+        import miltext
+        from miltext.model.io import read_model
+        m = read_model(p["mlpackage"])
+        session = miltext.Session(m.program, weights=m.folder)
+        step = lambda: next(iter(session.run(inputs).values()))     # noqa: E731
+        start = time.perf_counter()
+        miltext.run(m.program, inputs, weights=m.folder)
+        info["one_shot"] = time.perf_counter() - start              # prepare and run, once
+    elif engine == "onnxruntime":
+        import onnxruntime as ort
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        session = ort.InferenceSession(p["onnx"], options, providers=["CPUExecutionProvider"])
+        step = lambda: session.run(None, inputs)[0]                 # noqa: E731
+    else:
+        import torch
+        torch.set_num_threads(threads)
+        module = _eager(model)
+        args = [torch.from_numpy(inputs[f"in{i}"]) for i in range(len(inputs))]
+
+        def step():
+            with torch.no_grad():
+                return module(*args).numpy()
+    for _ in range(warmup):
+        got = step()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        got = step()
+        times.append(time.perf_counter() - start)
+    try:
+        from threadpoolctl import threadpool_info
+        info["blas"] = [f"{i.get('internal_api')} {i.get('architecture', '')} x{i.get('num_threads')}"
+                        for i in threadpool_info()]
+    except ImportError:
+        pass
+    err = float(np.abs(np.asarray(got, np.float64) - want).max() / max(np.abs(want).max(), 1e-6))
+    return {"times": times, "peak": peak_bytes(), "base": base, "error": err, **info}
+
+
+def _eager(model: str):
+    """The torch module itself (eager, not the traced graph), with the fixture's weights."""
+    import torch
+    sys.path.insert(0, HERE)
+    import interpreter_models
+    torch.manual_seed(0)
+    module, _ = getattr(interpreter_models, model)()
+    traced = torch.jit.load(interpreter_models.paths(model)["torch"])
+    module.load_state_dict(traced.state_dict())
+    return module.eval()
+
+
+def activation_sizes(model: str) -> tuple[int, int]:
+    """The model's weight bytes and its largest activation (an op's output), from miltext's run
+    with an observer."""
+    import numpy as np
+    sys.path.insert(0, ROOT)
+    sys.path.insert(0, HERE)
+    import miltext
+    from interpreter_models import paths
+    from miltext.model.io import read_model
+    p = paths(model)
+    m = read_model(p["mlpackage"])
+    data = np.load(p["data"])
+    largest = [0]
+
+    def observe(function, path, op, values):
+        if op.type != "const":
+            largest[0] = max([largest[0]] + [v.nbytes for v in values.values() if isinstance(v, np.ndarray)])
+    miltext.Session(m.program, weights=m.folder).run({k[3:]: data[k] for k in data.files if k.startswith("in_")},
+                                                     observer=observe)
+    folder = os.path.join(p["mlpackage"], "Data", "com.apple.CoreML", "weights")
+    return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)), largest[0]
+
+
+# ---- the driver --------------------------------------------------------------------------
+def measure(engine: str, model: str, threads: int, rounds: int, warmup: int) -> dict:
+    python = sys.executable if engine == "miltext" else PEER_PYTHON
+    out = subprocess.run([python, os.path.abspath(__file__), "--worker", engine, model, str(threads),
+                          str(rounds), str(warmup)], env=thread_env(threads), capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{engine} on {model} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    import torch
-    import miltext
-    from miltext.model.io import read_model
-    torch.set_num_threads(os.cpu_count() or 1)
-    print(f"{'model':<10} {'miltext s':>10} {'torch s':>9} {'ratio':>7} {'peak MB':>8} {'weights MB':>10} {'peak/weights':>12}")
-    for name, make in (("resnet50", resnet50), ("gpt2", gpt2)):
-        module, example, path = converted(name, make)
-        model = read_model(path)
-        inputs = {f"in{i}": e.numpy().astype(np.int32 if e.dtype == torch.int64 else np.float32) for i, e in enumerate(example)}
-        ours, theirs = [], []
-        for _ in range(args.rounds):             # taking turns: the machine's speed drifts
-            start = time.perf_counter()
-            got = miltext.run(model.program, inputs, weights=model.folder)
-            ours.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            with torch.no_grad():
-                want = module(*example)
-            theirs.append(time.perf_counter() - start)
-        out = next(iter(got.values()))
-        err = float(np.abs(out - want.numpy()).max() / np.abs(want.numpy()).max())
-        npz = os.path.join(OUT, name + "_inputs.npz")
-        np.savez(npz, **inputs)
-        peak = int(subprocess.run([sys.executable, "-c", MEASURE, os.path.dirname(HERE), path, npz],
-                                  capture_output=True, text=True, check=True).stdout)
-        w = weights_bytes(path)
-        m, t = statistics.median(ours), statistics.median(theirs)
-        print(f"{name:<10} {m:>10.3f} {t:>9.3f} {m / t:>6.1f}x {peak / 1e6:>8.0f} {w / 1e6:>10.0f} {peak / w:>11.1f}x"
-              f"   (max error {err:.2g} of the scale)")
+    if args.worker:
+        engine, model, threads, rounds, warmup = args.worker
+        print(json.dumps(worker(engine, model, int(threads), int(rounds), int(warmup))))
+        return
+    if args.sizes:
+        print(json.dumps(activation_sizes(args.sizes)))
+        return
+    ensure_peers()
+    subprocess.run([PEER_PYTHON, os.path.join(HERE, "interpreter_models.py")], check=True,
+                   env=thread_env(2), capture_output=True)
+    print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}"
+          f"{'one-shot ms':>12}{'peak MB m/o/t':>18}{'w+2a MB':>9}{'max err':>9}")
+    for model in args.models:
+        sizes = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--sizes", model],
+                                          capture_output=True, text=True, check=True, env=thread_env(1)).stdout)
+        weights, largest = sizes
+        for threads in args.threads:
+            got = {e: measure(e, model, threads, args.rounds, args.warmup) for e in ENGINES}
+            med = {e: statistics.median(r["times"]) * 1e3 for e, r in got.items()}
+            peaks = "/".join(f"{(r['peak'] - r['base']) / 1e6:.0f}" for r in got.values())
+            print(f"{model:<11}{threads:>4}{med['miltext']:>11.2f}{med['onnxruntime']:>9.2f}{med['torch']:>9.2f}"
+                  f"{med['miltext'] / med['onnxruntime']:>6.2f}x{med['miltext'] / med['torch']:>6.2f}x"
+                  f"{got['miltext']['one_shot'] * 1e3:>12.1f}{peaks:>18}{(weights + 2 * largest) / 1e6:>9.1f}"
+                  f"{got['miltext']['error']:>9.1e}", flush=True)
+        print(f"{'':<15}numpy BLAS: {'; '.join(got['miltext'].get('blas', []))}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("peak MB: each process's high-water mark less its own before loading the model (m/o/t: miltext, "
+          "onnxruntime, torch); w+2a: the model's weights + twice its largest activation")
 
 
 if __name__ == "__main__":

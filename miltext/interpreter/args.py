@@ -12,19 +12,28 @@ _REQUIRED = object()
 
 
 class Literal:
-    """A literal input of an op (or a const's value), decoded on its first use and kept when
-    it is an array (read-only: a kernel writing into it would change every later run); list
-    and dict values, which list kernels may change, are decoded afresh each time."""
-    __slots__ = ("value", "array")
+    """A literal input of an op (or a folded const's value: `dtype` its output declares,
+    `const` the op, where a value that cannot be read is reported), decoded on its first use
+    and kept when it is an array (read-only: a kernel writing into it would change every later
+    run); list and dict values, which list kernels may change, are decoded afresh each time."""
+    __slots__ = ("value", "array", "dtype", "const")
 
-    def __init__(self, value):
-        self.value, self.array = value, None
+    def __init__(self, value, dtype=None, const=None):
+        self.value, self.array, self.dtype, self.const = value, None, dtype, const
 
     def get(self, evaluator):
         if self.array is not None:
             return self.array
-        value = evaluator.value(self.value)
+        try:
+            value = evaluator.value(self.value)
+        except RunError as e:
+            if self.const is None or e.loc is not None or self.const.loc is None:
+                raise
+            raise RunError(f"const: {e.message}", self.const.loc) from None
         if isinstance(value, np.ndarray):
+            if self.dtype is not None and value.dtype != self.dtype:
+                with np.errstate(all="ignore"):
+                    value = value.astype(self.dtype)
             value = value.view()          # the program's own array stays as it was
             value.flags.writeable = False
             self.array = value

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from time import monotonic
 
 import numpy as np
 
@@ -101,9 +102,10 @@ class Evaluator:
     def block(self, block, env: dict, opset: str) -> list:
         steps = self._plans.get(id(block))
         steps = self._prepare(block) if steps is None else steps[1]
-        check_time, observer = self.limits.check_time, self.observer
+        limits, observer = self.limits, self.observer
         for step in steps:
-            check_time(step.op)
+            if monotonic() > limits.deadline:
+                limits.check_time(step.op)
             self._step(step, env, opset)
             if observer is not None:
                 observer.saw(step, env)
@@ -130,13 +132,20 @@ class Evaluator:
         for name, index in last.items():
             if name not in keep:
                 drops[index].append(name)
-        steps = [self._make_step(op, drops[i]) for i, op in enumerate(block.operations)]
+        folded = _foldable(block, keep)
+        steps = []
+        for i, op in enumerate(block.operations):
+            if id(op) not in folded:
+                steps.append(self._make_step(op, [n for n in drops[i] if n not in folded.names], folded))
         self._plans[id(block)] = (block, steps)     # the block is held so its id stays its own
         return steps
 
     @staticmethod
-    def _make_step(op, drops: list) -> Step:
-        bindings = {key: [b if isinstance(b, str) else Literal(b) if isinstance(b, Value) else b
+    def _make_step(op, drops: list, folded=None) -> Step:
+        """`folded`: the block's consts read by its own ops only, bound to their readers as
+        Literals (a const is then no step of its own: most of a converted model's ops are)."""
+        names = folded.names if folded else {}
+        bindings = {key: [names.get(b, b) if isinstance(b, str) else Literal(b) if isinstance(b, Value) else b
                           for b in found] for key, found in op.inputs.items()}
         for key, value in op.attributes.items():
             if key != "name" and key not in bindings:
@@ -224,6 +233,31 @@ class Evaluator:
         header = weight_refs.check(ref, vtype, self.weights_folder, self.confine_refs)
         self.limits.allow(header.shape, 8, f"the tensor {ref.path} names")    # read, then cast: 8 bytes at most
         return weight_refs.tensor(ref, vtype, self.weights_folder, header, self.confine_refs)
+
+
+class _Folded(set):
+    """The ids of a block's folded const ops, and `names`: each one's output -> its Literal."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: dict = {}
+
+
+def _foldable(block, keep: set) -> _Folded:
+    """The consts of `block` whose value only the block's own ops read (no nested block, not
+    the block's outputs): their readers take the value straight from a Literal."""
+    nested = set()
+    for op in block.operations:
+        if op.blocks:
+            nested.update(_reads(op))
+    folded = _Folded()
+    for op in block.operations:
+        val = op.inputs.get("val") if op.type == "const" else None
+        if (val is not None and len(val) == 1 and isinstance(val[0], Value) and len(op.outputs) == 1
+                and op.outputs[0].name not in keep and op.outputs[0].name not in nested):
+            folded.add(id(op))
+            folded.names[op.outputs[0].name] = Literal(val[0], _numpy_dtype(op.outputs[0].type), op)
+    return folded
 
 
 class _Observed:

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..registry import kernel
-from .elementwise import _erf
+from .elementwise import gelu_exact
 from .linear import wide
 
 
@@ -14,13 +14,17 @@ def _x(a):
     return np.asarray(a("x"))
 
 
+def _same_dtype(y, a):
+    return y.astype(_x(a).dtype, copy=False)
+
+
 def _sigmoid(x):
     with np.errstate(over="ignore"):
         return 1 / (1 + np.exp(-x))
 
 
-kernel("relu")(lambda a: np.maximum(_x(a), 0).astype(_x(a).dtype))
-kernel("relu6")(lambda a: np.clip(_x(a), 0, 6).astype(_x(a).dtype))
+kernel("relu")(lambda a: _same_dtype(np.maximum(_x(a), 0), a))
+kernel("relu6")(lambda a: _same_dtype(np.clip(_x(a), 0, 6), a))
 kernel("sigmoid")(lambda a: _sigmoid(_x(a)))
 kernel("silu")(lambda a: _x(a) * _sigmoid(_x(a)))
 kernel("softsign")(lambda a: _x(a) / (1 + np.abs(_x(a))))
@@ -104,8 +108,8 @@ def gelu(a):
     elif mode == "SIGMOID_APPROXIMATION":
         y = x * _sigmoid(1.702 * x)
     else:
-        y = 0.5 * x * (1 + _erf(x.astype(np.float64) / math.sqrt(2)))
-    return y.astype(x.dtype)
+        y = gelu_exact(x)
+    return y.astype(x.dtype, copy=False)
 
 
 @kernel("softmax")

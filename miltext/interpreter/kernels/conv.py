@@ -2,6 +2,8 @@
 one batched matrix product over a strided view: no Python loop over positions."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import RunError
@@ -41,13 +43,15 @@ def windows(x, kernel_shape, strides, dilations):
     return np.lib.stride_tricks.as_strided(x, shape, strides_, writeable=False)
 
 
-_WINDOW_BUDGET = 1 << 25   # bytes of windows copied at once (einsum copies the strided view)
+_WINDOW_BUDGET = 1 << 25   # bytes of windows copied at once (the im2col matrix of a band of rows)
 
 
 def correlate(padded, weight, strides, dilations, groups: int):
     """(N, C, *spatial) padded input with (O, C / groups, *k) weights -> (N, O, *out).
-    One einsum per group over the windows view, taken a band of output rows at a time: einsum
-    copies the windows it reads (k times the input), so a band bounds that copy."""
+    For each image, the windows laid out as a (groups, C/groups * k, out) matrix (a copy, none
+    for a 1x1 kernel of stride 1) and one batched matrix product with the (groups, O/groups,
+    C/groups * k) weights gives the output in its own layout; taken a band of output rows at a
+    time, so the copy stays within _WINDOW_BUDGET."""
     n_spatial = padded.ndim - 2
     kernel_shape = weight.shape[2:]
     win = windows(padded, kernel_shape, strides, dilations)         # N, C, *out, *k
@@ -56,17 +60,26 @@ def correlate(padded, weight, strides, dilations, groups: int):
     if c % groups or o_total % groups or weight.shape[1] != c // groups:
         raise RunError(f"weights {weight.shape} do not fit {c} input channels in {groups} group(s)")
     out = win.shape[2:2 + n_spatial]
-    y = np.empty((n, o_total) + out, np.result_type(padded.dtype, weight.dtype))
-    row_bytes = win[:, :, :1].size * win.itemsize
-    band = max(1, _WINDOW_BUDGET // max(row_bytes, 1))
+    dtype = np.result_type(padded.dtype, weight.dtype)
+    y = np.empty((n, o_total) + out, dtype)
     cg, og = c // groups, o_total // groups
-    letters, k_letters = "abcdefghij"[:n_spatial], "klmnopqrs"[:n_spatial]
-    spec = f"NC{letters}{k_letters},OC{k_letters}->NO{letters}"
-    for top in range(0, out[0], band):
-        rows = slice(top, top + band)
-        for g in range(groups):
-            part = win[:, g * cg:(g + 1) * cg, rows]
-            y[:, g * og:(g + 1) * og, rows] = np.einsum(spec, part, weight[g * og:(g + 1) * og], optimize=True)
+    k = math.prod(kernel_shape)
+    w = weight.reshape(groups, og, cg * k).astype(dtype, copy=False)
+    rest = math.prod(out[1:])
+    band = max(1, _WINDOW_BUDGET // max(c * k * rest * win.itemsize, 1))
+    # (C, *out, *k) -> (C, *k, *out): each window's elements beside their channel
+    order = (0,) + tuple(range(1 + n_spatial, 1 + 2 * n_spatial)) + tuple(range(1, 1 + n_spatial))
+    for i in range(n):
+        flat = y[i].reshape(groups, og, -1)
+        for top in range(0, out[0], band):
+            rows = min(band, out[0] - top)
+            part = win[i][:, top:top + rows].transpose(order)           # C, *k, rows, *out[1:]
+            cols = part.reshape(groups, cg * k, rows * rest)
+            at = slice(top * rest, (top + rows) * rest)
+            if rows == out[0]:
+                np.matmul(w, cols, out=flat)
+            else:
+                flat[:, :, at] = np.matmul(w, cols)
     return y
 
 
@@ -100,7 +113,7 @@ def _conv(a, weight):
     groups = a.scalar("groups", 1)
     around = pads(a, x.shape[2:], kernel_shape, strides, dilations)
     a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
-    padded = np.pad(wide(x), [(0, 0), (0, 0)] + around)
+    padded = np.pad(wide(x), [(0, 0), (0, 0)] + around) if any(b or e for b, e in around) else wide(x)
     a.allow(windows(padded, kernel_shape, strides, dilations).shape[:2 + n], 8, "the output")
     y = correlate(padded, weight, strides, dilations, groups)
     bias = a("bias", None)

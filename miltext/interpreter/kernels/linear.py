@@ -16,11 +16,19 @@ def wide(x):
 @kernel("linear")
 def linear(a):
     x, weight = np.asarray(a("x")), wide(a("weight"))
-    y = wide(x) @ weight.T
+    xw = wide(x)
+    if xw.ndim > 2 and xw.flags.c_contiguous:    # one matrix product, not one per leading index
+        y = (xw.reshape(-1, xw.shape[-1]) @ weight.T).reshape(xw.shape[:-1] + weight.shape[:1])
+    else:
+        y = xw @ weight.T
     bias = a("bias", None)
     if bias is not None:
-        y = y + wide(bias)
-    return y.astype(x.dtype)
+        bias = wide(bias)
+        if np.can_cast(bias.dtype, y.dtype, "same_kind") and np.broadcast_shapes(y.shape, bias.shape) == y.shape:
+            y += bias
+        else:
+            y = y + bias
+    return y.astype(x.dtype, copy=False)
 
 
 @kernel("matmul")
@@ -32,7 +40,7 @@ def matmul(a):
         x = np.swapaxes(x, -1, -2) if x.ndim > 1 else x
     if a.scalar("transpose_y", False):
         y = np.swapaxes(y, -1, -2) if y.ndim > 1 else y
-    return np.matmul(x, y).astype(out_dtype)
+    return np.matmul(x, y).astype(out_dtype, copy=False)
 
 
 @kernel("einsum")

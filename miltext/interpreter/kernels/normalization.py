@@ -47,16 +47,19 @@ def layer_norm(a):
         raise RunError(f"axes {axes} are not all axes of x, which has rank {x.ndim}")
     axes = tuple(range(x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
     xf = wide(x)
-    y = (xf - xf.mean(axis=axes, keepdims=True)) / np.sqrt(xf.var(axis=axes, keepdims=True) + a.scalar("epsilon", 1e-5))
+    y = xf - xf.mean(axis=axes, keepdims=True)
+    var = np.mean(np.square(y), axis=axes, keepdims=True)      # xf.var, its centred values reused
+    var += a.scalar("epsilon", 1e-5)
+    y /= np.sqrt(var, out=var)
     # gamma and beta have the normalized dims' shape: laid over x with 1 for the other dims
     # (the definition's rule), so axes need not be the trailing ones
     laid = [x.shape[i] if i in axes else 1 for i in range(x.ndim)]
     gamma, beta = a("gamma", None), a("beta", None)
     if gamma is not None:
-        y = y * wide(gamma).reshape(laid)
+        y *= wide(gamma).reshape(laid)
     if beta is not None:
-        y = y + wide(beta).reshape(laid)
-    return y.astype(x.dtype)
+        y += wide(beta).reshape(laid)
+    return y.astype(x.dtype, copy=False)
 
 
 @kernel("l2_norm")

@@ -42,12 +42,23 @@ def _windows(a, x, kernel_shape, strides, declared, extra, pad_value):
     return windows(padded, kernel_shape, strides, [1] * len(kernel_shape))
 
 
+def _over_windows(ufunc, win, n: int):
+    """`ufunc` reduced over the last `n` (kernel) dims of the windows view: one whole-array
+    pass per kernel offset, each over a strided slice (a reduction over the view's last dims
+    would walk it element by element)."""
+    offsets = np.ndindex(*win.shape[win.ndim - n:])
+    out = np.array(win[(...,) + next(offsets)])
+    for at in offsets:
+        ufunc(out, win[(...,) + at], out=out)
+    return out
+
+
 @kernel("max_pool")
 def max_pool(a):
     x = np.asarray(a("x"))
     layout = _layout(a, x)
     win = _windows(a, wide(x), *layout, -np.inf)
-    return win.max(axis=tuple(range(win.ndim - len(layout[0]), win.ndim))).astype(x.dtype)
+    return _over_windows(np.maximum, win, len(layout[0])).astype(x.dtype, copy=False)
 
 
 @kernel("avg_pool")
