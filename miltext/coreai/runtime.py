@@ -1,0 +1,104 @@
+"""The one door to coreai-core (the optional extra `miltext[coreai]`): MLIR text to an
+`.aimodel`, an `.aimodel` back to text, and a run on Core AI's runtime (Linux: CPU)."""
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+
+from ..errors import InputError
+
+INSTALL = ("pip install --pre 'coreai-core' (or, from a miltext checkout, "
+           "pip install -e '.[coreai]')")
+
+
+def require():
+    """coreai-core's modules, or an InputError saying how to install it."""
+    try:
+        import coreai.authoring as authoring
+        import coreai.runtime as runtime
+        from coreai._compiler import ir
+    except ImportError as e:
+        raise InputError(f"miltext: error: Core AI needs coreai-core, which is not installed ({e}); "
+                         f"install it with: {INSTALL}") from None
+    return authoring, runtime, ir
+
+
+def parse(text: str):
+    """The AIProgram of a `coreai` module's text; ValueError with the parser's words."""
+    authoring, _, ir = require()
+    context = authoring.Context()._mlir_context
+    with context:
+        try:
+            module = ir.Module.parse(text)
+        except Exception as e:          # MLIRError: the parser's diagnostics
+            raise ValueError(str(e)) from None
+    return authoring.AIProgram._from_mlir_module(module)
+
+
+def save(text: str, path: str) -> None:
+    """Write the module's text as the `.aimodel` folder `path` (which must not exist)."""
+    from pathlib import Path
+    program = parse(text)
+    with _quiet():
+        try:
+            program.save_asset(Path(path))
+        except Exception as e:
+            cause = e.__cause__ or e
+            raise ValueError(str(cause)) from None
+
+
+def asset_text(path: str) -> str:
+    """The MLIR text of an `.aimodel` (weights elided past 16 elements)."""
+    authoring, _, _ = require()
+    try:
+        asset = authoring.AIModelAsset.load(path)
+        program = asset.program
+    except Exception as e:
+        raise InputError(f"{path}: error: not a Core AI model ({str(e).splitlines()[0] if str(e) else e})") from None
+    module = program._module._mlir_module
+    return module.operation.get_asm(large_elements_limit=16)
+
+
+def run(path: str, function: str, inputs: dict, states: dict | None = None, steps: int = 1) -> list:
+    """The outputs (name -> numpy) of `function` of the `.aimodel` at `path`, once per step; the
+    states (name -> numpy, updated in place as the runtime writes them) carry over the steps."""
+    import asyncio
+    authoring, runtime, _ = require()
+
+    async def go():
+        asset = authoring.AIModelAsset.load(path)
+        results = []
+        async with asset.executable() as model:
+            fn = model.load_function(function)
+            held = {k: runtime.NDArray(v) for k, v in (states or {}).items()}
+            for _ in range(steps):
+                out = await fn({k: runtime.NDArray(v) for k, v in inputs.items()}, held)
+                results.append({k: v.numpy() for k, v in out.items()})
+            for k, v in held.items():
+                states[k][...] = v.numpy()
+        return results
+
+    with _quiet():
+        return asyncio.run(go())
+
+
+@contextmanager
+def _quiet():
+    """The runtime's own chatter on stdout and stderr ("Loading function ...") held back: a
+    command's output is its own."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
