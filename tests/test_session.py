@@ -1,0 +1,129 @@
+"""miltext.Session (issue 30): a program prepared once and run many times gives what one-shot
+runs give, reads its weights once (memory-mapped), hands out arrays of the caller's own, and
+shows an observer every op's outputs with the pass of the loop they come from; the
+vectorized erf and GELU hold to their exact definitions (conv's batched product is held
+to its definition in test_interpreter_ops.py)."""
+import math
+import mmap
+import os
+
+import numpy as np
+import pytest
+
+import miltext
+from miltext.interpreter import RunError, Session, run
+from miltext.interpreter.evaluator import Evaluator
+from miltext.model.io import read_model
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def case(name):
+    model = read_model(os.path.join(HERE, "run_cases", name + ".mlpackage"))
+    data = np.load(os.path.join(HERE, "run_cases", name + ".npz"))
+    return model, {k[3:]: data[k] for k in data.files if k.startswith("in_")}
+
+
+@pytest.mark.parametrize("name", ["cnn_fp32", "transformer_fp16", "lstm_fp32"])
+def test_a_session_reads_its_weights_once_and_gives_what_one_run_gives(name, monkeypatch):
+    model, inputs = case(name)
+    once = run(model.program, inputs, weights=model.folder)
+    reads = []
+    real = Evaluator.value
+    monkeypatch.setattr(Evaluator, "value", lambda self, v: reads.append(v) or real(self, v))
+    with miltext.Session(model.program, weights=model.folder) as session:
+        first = session.run(inputs)
+        assert reads, "the first run decodes the literals and weights"
+        reads.clear()
+        for _ in range(2):
+            again = session.run(inputs)
+            for key in once:
+                np.testing.assert_array_equal(again[key], once[key])
+                np.testing.assert_array_equal(first[key], once[key])
+    assert reads == [], "later runs decode nothing"
+
+
+def test_weights_are_views_of_the_mapped_file():
+    model, inputs = case("cnn_fp32")
+    session = Session(model.program, weights=model.folder)
+    session.run(inputs)
+    kept = [lit.array for _, steps in session._evaluator._plans.values() for step in steps
+            for found in step.bindings.values() for lit in found if getattr(lit, "array", None) is not None]
+    big = [a for a in kept if a.size >= 64]
+    assert big, "the conv weights are kept"
+    for array in big:
+        base = array
+        while isinstance(base, np.ndarray):
+            base = base.base
+        assert isinstance(getattr(base, "obj", base), mmap.mmap) and not array.flags.writeable
+
+
+CONST_OUT = """main[CoreML7](%x: (3, fp32)) {
+  block0() {
+    %w: (3, fp32) = const(val=[1.0, 2.0, 3.0], name="w")
+    %y: (3, fp32) = add(x=%x, y=%w, name="y")
+  } -> (%y, %w)
+}
+"""
+
+
+def test_the_caller_owns_the_outputs_a_later_run_is_unchanged():
+    session = Session(miltext.loads(CONST_OUT))
+    x = np.zeros(3, np.float32)
+    out = session.run({"x": x})
+    out["w"][:] = 100.0          # the caller's array, not the session's kept constant
+    out["y"][:] = -1.0
+    again = session.run({"x": x})
+    np.testing.assert_array_equal(again["w"], [1, 2, 3])
+    np.testing.assert_array_equal(again["y"], [1, 2, 3])
+
+
+COUNT = """main[CoreML7](%x: (1, fp32)) {
+  block0() {
+    %s: (1, fp32) = mul(x=%x, y=2.0, name="s")
+    %y: (1, fp32) = while_loop(loop_vars=(%s), name="loop")
+      block1(%a: (1, fp32)) {
+        %c: (1, bool) = less(x=%a, y=5.0, name="c")
+      } -> (%c)
+      block2(%a: (1, fp32)) {
+        %b: (1, fp32) = add(x=%a, y=1.0, name="b")
+      } -> (%b)
+  } -> (%y)
+}
+"""
+
+
+def test_an_observer_sees_each_op_by_name_and_loop_pass():
+    seen = []
+    session = Session(miltext.loads(COUNT))
+    out = session.run({"x": np.array([1.0], np.float32)},
+                      observer=lambda fn, path, op, values: seen.append((fn, path, op.type, {k: float(v[0]) for k, v in values.items()})))
+    assert out["y"][0] == 5.0
+    assert seen[0] == ("main", (), "mul", {"s": 2.0})
+    body = [(path, values["b"]) for _, path, kind, values in seen if kind == "add"]
+    assert body == [((("y", 1, 0),), 3.0), ((("y", 1, 1),), 4.0), ((("y", 1, 2),), 5.0)]
+    conds = [path for _, path, kind, _ in seen if kind == "less"]
+    assert conds == [(("y", 0, p),) for p in range(4)]       # the condition runs once more
+    assert seen[-1][1:3] == ((), "while_loop")
+
+
+def test_each_run_has_its_own_limits():
+    session = Session(miltext.loads(COUNT))
+    body = 'fill(shape=[4096, 4096], value=1.0, name="f")'
+    big = Session(miltext.loads(f"main[CoreML7](%x: (1, fp32)) {{\n  block0() {{\n    %y: (4096, 4096, fp32) = {body}\n  }} -> (%y)\n}}\n"))
+    with pytest.raises(RunError, match="more than --max-memory"):
+        big.run({"x": np.ones(1, np.float32)}, max_memory=1 << 20)
+    assert big.run({"x": np.ones(1, np.float32)})["y"].shape == (4096, 4096)
+    assert session.run({"x": np.ones(1, np.float32)}, timeout=60)["y"][0] == 5.0
+
+
+def test_erf_and_gelu_of_many_values_hold_to_the_exact_definitions():
+    x = np.concatenate([np.linspace(-8, 8, 20001), np.logspace(-20, 0.5, 500), -np.logspace(-20, 0.5, 500)]).astype(np.float32)
+    exact = np.vectorize(math.erf)
+    text = "main[CoreML7](%x: (21001, fp32)) {\n  block0() {\n    %y: (21001, fp32) = OP\n  } -> (%y)\n}\n"
+    erf = run(miltext.loads(text.replace("OP", 'erf(x=%x, name="y")')), {"x": x})["y"]
+    # within 4 float32 ulps (the whole-array fit in float32; math.erf per element is exact)
+    np.testing.assert_allclose(erf, exact(x.astype(np.float64)), rtol=4.8e-7, atol=0)
+    gelu = run(miltext.loads(text.replace("OP", 'gelu(x=%x, mode="EXACT", name="y")')), {"x": x})["y"]
+    want = 0.5 * x.astype(np.float64) * (1 + exact(x.astype(np.float64) / math.sqrt(2)))
+    np.testing.assert_allclose(gelu, want, rtol=1e-5, atol=1e-12)
