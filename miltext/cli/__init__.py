@@ -32,6 +32,7 @@ COMMANDS = [
     ("infer", "infer_cmd", "show .mil text with every output type, name and const filled in"),
     ("run", "run_cmd", "run a model on NumPy: outputs to .npz, or checked against a reference"),
     ("fp16-check", "fp16_check_cmd", "find the ops of an fp32 model that go wrong when computed in fp16"),
+    ("fp16-check", "fp16_check_cmd", "find the ops of an fp32 model that go wrong when computed in fp16"),
     ("port", "port_cmd", "carry a model to Core AI: an .aimodel lowered, saved and verified (miltext[coreai])"),
     ("lsp", "lsp_cmd", "run the MIL language server on stdin/stdout (for editors)"),
 ]

@@ -1,0 +1,1 @@
+"""Where a model's numbers go wrong."""
