@@ -10,8 +10,8 @@ import re
 import pytest
 from lark import Lark
 
-import miltext
-from conftest import HERE, corpus_files, print_cases, proto_cases
+from conftest import HERE, corpus_files, print_cases
+from editor_texts import printed_texts
 from miltext import dtypes
 from miltext.text import lexicon
 from miltext.text.grammars import _PLACEHOLDER, grammar_text
@@ -37,41 +37,29 @@ def _texts() -> list[tuple[str, str]]:
     for path in paths:
         with open(path, encoding="utf-8") as f:
             out.append((os.path.relpath(path, ROOT), f.read()))
-    for case in proto_cases():
-        with open(case, "rb") as f:
-            program = miltext.Program.from_proto(f.read())
-        out.append((os.path.basename(case) + ".mil", miltext.dumps(program)))
-        try:
-            out.append((os.path.basename(case) + ".model.mil", miltext.dumps(program, "modelmil")))
-        except miltext.ProgramError:
-            pass  # what model.mil cannot say
-    return out
+    return out + printed_texts()
 
 
 _LEXERS: dict = {}
+_SEEN: list = []   # the tokens of the kinds the lexicon spells, as the lexer hands them over
+
+
+def _seen(tok):
+    _SEEN.append(tok)
+    return tok
 
 
 def _tokens(text: str, flavour: str) -> list:
-    """Every token Lark's contextual lexer hands the parser, reading `text` whole."""
+    """Every token of a kind the lexicon spells that Lark's contextual lexer hands the parser,
+    reading `text` whole."""
     if flavour not in _LEXERS:
-
-        class Recorder:
-            always_accept = ()
-            tokens: list = []
-
-            def process(self, stream):
-                for tok in stream:
-                    self.tokens.append(tok)
-                    yield tok
-
         grammar = grammar_text("modelmil.lark") if flavour == "modelmil" else grammar_text(raw=flavour == "raw")
-        recorder = Recorder()
-        lark = Lark(grammar, parser="lalr", lexer="contextual", postlex=recorder, maybe_placeholders=False)
-        _LEXERS[flavour] = lark, recorder
-    lark, recorder = _LEXERS[flavour]
-    recorder.tokens = []
-    lark.parse(text)
-    return recorder.tokens
+        kinds = {"modelmil": _MODELMIL, "raw": _RAW, "mil": _MIL}[flavour]
+        _LEXERS[flavour] = Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=False,
+                                lexer_callbacks={kind: _seen for kind in kinds})
+    _SEEN.clear()
+    _LEXERS[flavour].parse(text)
+    return list(_SEEN)
 
 
 def _flavour(text: str) -> str:
