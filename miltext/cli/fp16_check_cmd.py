@@ -15,7 +15,7 @@ import sys
 
 from . import write_stdout
 from .check_cmd import add_confine_refs
-from .run_cmd import _bytes, _named, _seconds
+from .run_cmd import _bytes, _line, _named, _seconds
 
 ERROR_STATUS = 2
 
@@ -113,13 +113,6 @@ def _at(path: str, text: str | None, loc, message: str) -> str:
     return format_diagnostic(path, loc[0], loc[1], message, _line(text, loc[0]))
 
 
-def _line(text: str | None, number: int | None) -> str | None:
-    if text is None or number is None:
-        return None
-    lines = text.split("\n")
-    return lines[number - 1] if 0 < number <= len(lines) else None
-
-
 _SAID = {"overflow": "overflows fp16 (beyond ±65504) in", "nan": "turns NaN in",
          "underflow": "flushes to zero, where fp32 is not, in", "error": "is off by more than the budget in"}
 
@@ -133,7 +126,7 @@ def _report(causes: list, model: str, text: str | None, budget: float) -> str:
         error = f", error {c.max_error:.3g} of it" if c.reason in ("error", "underflow") else ""
         out.append(f"{where}%{c.var} = {c.type} ({c.op}) {_SAID[c.reason]} {c.count} of {c.size} elements; "
                    f"fp32 max |x| {c.max_abs_fp32:.4g}{error}\n")
-        line = _line(text, c.line)
+        line = _line(text, c.line) if c.line else None
         if line is not None:
             out.append(f"    {line.strip()}\n")
         if c.consequences:
