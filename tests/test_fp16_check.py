@@ -199,3 +199,25 @@ def test_bad_input_is_said_plainly_with_status_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["fp16-check", model, *args, "--budget", "2"])
     assert e.value.code == 2
+
+
+NUMERICS = os.path.join(HERE, "corpus", "numerics")     # scripts/make_numerics_fixtures.py
+
+
+def test_a_torch_sum_of_squares_names_its_reduce_sum(capsys):
+    x = os.path.join(NUMERICS, "sumsq_x.npy")
+    status, out, _ = fp16_check(capsys, os.path.join(NUMERICS, "sumsq_fp32.mlpackage"), "-i", f"x={x}", "--json")
+    found = json.loads(out)["ops"]
+    assert status == 1 and [c["type"] for c in found] == ["reduce_sum"]
+    assert found[0]["reason"] == "overflow" and np.max(np.load(x).astype(np.float64) ** 2) < 65504
+    assert "mul" not in [c["type"] for c in found[0]["consequences"]]     # before it: fine
+    status, out, _ = fp16_check(capsys, os.path.join(NUMERICS, "sumsq_fp32.mlpackage"), "-i", f"x={x}", "--emit-selector")
+    scope = {}
+    exec(compile(out.replace("import coremltools as ct", "ct = None").split("compute_precision =")[0], "s.py", "exec"), scope)
+    assert scope["FP32_OPS"] == {found[0]["op"]}
+
+
+def test_a_model_with_a_while_loop_is_checked_pass_by_pass(capsys):
+    x = os.path.join(NUMERICS, "loop_x.npy")
+    status, out, err = fp16_check(capsys, os.path.join(NUMERICS, "loop.mlpackage"), "-i", f"x={x}")
+    assert (status, err) == (0, "") and "every op stays within" in out
