@@ -3,9 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SEVERITIES = ("error", "warning", "note")
-
-
 @dataclass
 class Diagnostic:
     """One finding. `line` and `column` are 1-based and None when the program was not parsed

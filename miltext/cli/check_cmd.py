@@ -77,11 +77,3 @@ def check_file(path: str, weights: str | None, progress=None, confine_refs: bool
         if len(inner) == 2 and inner[0].startswith((name.rstrip("/\\") + os.sep, path.rstrip("/\\") + os.sep)):
             return [Diagnostic("error", inner[1], file=inner[0], rule="input")], None   # a file inside a package
         return [Diagnostic("error", message, file=name, rule="input")], None
-
-
-def model_source(path: str) -> tuple[str, str | None]:
-    """A model's text as `miltext print` shows it, and its weights folder (None: it has none)."""
-    from ..model.text import model_text
-    from .verify import weights_beside
-    model = read_model(path)
-    return model_text(model), weights_beside(model)

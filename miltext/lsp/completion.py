@@ -10,7 +10,6 @@ from ..dtypes import NAMES as DTYPES
 from ..text import lexicon
 from . import ophelp
 
-_WORD = re.compile(r'[A-Za-z0-9_.]*\Z')
 # An op line up to its `=` and the op type being written (no parenthesis yet).
 _AT_OP_TYPE = {
     False: re.compile(r'\s*%[^=(]*=\s*[A-Za-z_][\w.]*\Z|\s*%[^=(]*=\s*\Z'),

@@ -142,14 +142,6 @@ class Source:
                     return pos, (pos[0], part.end())
         return pos, (pos[0], m.end())
 
-    def name_at(self, pos: tuple, bare: bool = False) -> tuple | None:
-        """(token, start, end) of the %name written at `pos` (the cursor may stand just past
-        it); with `bare`, of the name (model.mil writes var names bare, and keys `x = ...`)."""
-        for m in (BARE_NAME if bare else VAR).finditer(self.line(pos[0])):
-            if m.start() <= pos[1] <= m.end():
-                return m.group(), (pos[0], m.start()), (pos[0], m.end())
-        return None
-
     def braced_end(self, start: tuple, outputs: bool = False) -> tuple:
         """(closing brace, end) of the body that the first `{` outside brackets after `start`
         opens; with `outputs`, the end takes in the block's `-> (...)` after it."""
