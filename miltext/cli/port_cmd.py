@@ -4,7 +4,7 @@ saved as an .aimodel with coreai-core (the optional extra miltext[coreai]), then
 MODEL is anything `print` reads. After writing, the original runs on miltext's interpreter and
 the port on Core AI's runtime, on inputs made from the input types (or given with -i); the
 largest absolute and relative error of each output is shown, and port exits 1 when one is past
-the tolerance (fp32 rtol 1e-3 atol 1e-4, fp16 1e-2 each; --rtol/--atol). An op with no
+the tolerance (the largest error within atol + rtol times the output's largest magnitude: fp32 1e-5 + 1e-4, fp16 1e-3 + 1e-2; --rtol/--atol). An op with no
 lowering is an error naming it and its line; --list-ops shows the ops that port.
 """
 from __future__ import annotations
@@ -23,6 +23,9 @@ def add_arguments(p) -> None:
     p.add_argument("--list-ops", action="store_true", help="list the MIL ops that port, by family")
     p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy|LITERAL",
                    help="an input for the verifying run (the others are made up)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=D,D,...",
+                   help="the static shape a flexible input is ported at (default: the input given "
+                        "with -i, the description's default, else 1 then 8 for each flexible dim)")
     p.add_argument("--mlir", metavar="OUT.mlir", help="also write the MLIR text that was saved")
     p.add_argument("--no-verify", action="store_true", help="write the port without running it")
     p.add_argument("--steps", type=int, default=1, help="verifying runs, states carried over (1)")
@@ -48,16 +51,40 @@ def run(args) -> int:
     mlir_out = claim_output(args.mlir, None, False, [args.model]) if args.mlir else None
     given = dict(_named(spec, Limits()) for spec in args.input)
     model = read_model(args.model)
-    program = model.program
+    program, chosen = _static(args, model, given)
     text = _lowered(args.model, model, program)
     _write(text, output)
     if mlir_out:
         from ..files import write_atomic
         write_atomic(mlir_out, text.encode())
+    for function, shapes in chosen.items():
+        said = ", ".join(f"%{n} {s}" for n, s in shapes.items())
+        print(f"{function}: flexible inputs ported at {said} (--shape sets others)", file=sys.stderr)
     print(f"wrote {output}", file=sys.stderr)
     if args.no_verify:
         return 0
     return _verify(args, model, program, output, given)
+
+
+def _static(args, model, given: dict):
+    """The program with static input shapes (coreai.shapes), and the shapes it chose."""
+    from ..coreai.errors import PortError
+    from ..coreai.shapes import described_shapes, pinned
+    from ..errors import InputError
+    from ..model.io import display_name
+    pins = {name: value.shape for name, value in given.items()}
+    for spec in args.shape:
+        name, sep, dims = spec.partition("=")
+        try:
+            pins[name.lstrip("%")] = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            raise InputError(f"--shape {spec!r}: write NAME=D,D,... such as ids=1,8") from None
+        if not sep or any(d <= 0 for d in pins[name.lstrip("%")]):
+            raise InputError(f"--shape {spec!r}: write NAME=D,D,... with dims above 0, such as ids=1,8")
+    try:
+        return pinned(model.program, pins, described_shapes(model.spec))
+    except PortError as e:
+        raise InputError(f"{display_name(args.model)}: error: {e.message}") from None
 
 
 def _lowered(path, model, program) -> str:

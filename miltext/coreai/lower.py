@@ -100,6 +100,10 @@ class Lowering:
         """A si32 constant (axes, shapes, indices the dialect takes as operands)."""
         return self.constant(np.asarray(values, np.int32), "int32", hint)
 
+    def uints(self, values, hint: str = "c") -> CValue:
+        """A ui32 constant (sizes and strides the dialect takes unsigned)."""
+        return self.constant(np.asarray(values, np.uint32), "uint32", hint)
+
     # ---- the op's inputs ----
     @staticmethod
     def has(op, key: str) -> bool:

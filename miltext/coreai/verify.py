@@ -7,10 +7,11 @@ import numpy as np
 
 from ..ir import StateType, TensorType
 
-# Whole-model tolerances (rtol, atol) by the output's dtype: per-op rounding differs between
-# the two runtimes (fp16 programs: the interpreter rounds after every op).
-TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}
-DEFAULT_TOLERANCE = (1e-3, 1e-4)
+# Whole-model tolerances (rtol, atol) by the output's dtype, rtol relative to the output's
+# largest magnitude: the two runtimes round differently op by op (the interpreter rounds an
+# fp16 program after every op), which over a whole model is a share of the scale.
+TOLERANCES = {"float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2)}
+DEFAULT_TOLERANCE = (1e-4, 1e-5)
 MAX_GENERATED = 1 << 24        # elements: a larger generated input is refused before it is made
 
 
@@ -64,6 +65,8 @@ def compared(expected: dict, got: dict, rtol=None, atol=None) -> list:
         worst = float(diff.max()) if diff.size else 0.0
         big = np.abs(w) > a        # relative error where the value is not next to zero
         rel = float((diff[big] / np.abs(w[big])).max()) if big.any() else 0.0
-        ok = bool(np.all(diff <= a + r * np.abs(w)))
+        finite = np.abs(w[np.isfinite(w)])
+        scale = float(finite.max()) if finite.size else 0.0
+        ok = worst <= a + r * scale
         rows.append((name, worst, rel, ok, ""))
     return rows

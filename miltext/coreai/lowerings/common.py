@@ -35,7 +35,7 @@ def transpose(low, v, perm, hint: str = "v"):
     if perm == list(range(len(v.shape))):
         return v
     shape = tuple(v.shape[p] for p in perm)
-    return low.emit("transpose", [v, low.ints(perm, "perm")], (v.dtype, shape), hint=hint)
+    return low.emit("transpose", [v, low.uints(perm, "perm")], (v.dtype, shape), hint=hint)
 
 
 def cast(low, v, dtype: str, hint: str = "v"):

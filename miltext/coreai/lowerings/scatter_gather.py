@@ -1,0 +1,57 @@
+"""gather, gather_along_axis: MIL's gather takes whole slices (numpy's take); the dialect's
+gather_along_axis takes one element per index, so the indices are broadcast over the other
+dims first. Negative indices are made positive (ahead, when they are known)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import PortError
+from ..table import lowers
+from .common import binary, cast, name_of, reshape, scalar
+
+
+def _positive(low, op, key: str, n: int):
+    """The indices as si32, negative ones counted from the end."""
+    if low.is_known(op, key):
+        idx = np.asarray(low.known_value(op, key)).astype(np.int64)
+        return low.ints(np.where(idx < 0, idx + n, idx), "indices")
+    idx = cast(low, low.tensor(op, key), "int32")
+    neg = binary(low, "greater", scalar(low, 0, "int32"), idx, "bool")
+    wrapped = binary(low, "add", idx, scalar(low, n, "int32"))
+    return low.emit("where", [neg, wrapped, idx], ("int32", idx.shape))
+
+
+@lowers("gather")
+def gather(low, op):
+    x = low.tensor(op, "x")
+    rank = len(x.shape)
+    axis = int(low.known_value(op, "axis", 0)) % rank
+    if int(low.known_value(op, "batch_dims", 0)) != 0:
+        raise PortError("gather with batch_dims has no Core AI lowering")
+    idx = _positive(low, op, "indices", x.shape[axis])
+    k = int(np.prod(idx.shape)) if idx.shape else 1
+    flat = reshape(low, idx, (1,) * axis + (k,) + (1,) * (rank - axis - 1))
+    full = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    if flat.shape != full:
+        flat = low.emit("broadcast_to", [flat, low.uints(full, "shape")], ("int32", full))
+    picked = low.emit("gather_along_axis", [x, flat, low.ints(axis, "axis")], (x.dtype, full))
+    low.bind(op, reshape(low, picked, low.out(op)[1], hint=name_of(op)))
+
+
+@lowers("gather_along_axis")
+def gather_along_axis(low, op):
+    x = low.tensor(op, "x")
+    axis = int(low.known_value(op, "axis", 0)) % len(x.shape)
+    idx = _positive(low, op, "indices", x.shape[axis])
+    low.bind(op, low.emit("gather_along_axis", [x, idx, low.ints(axis, "axis")], low.out(op), hint=name_of(op)))
+
+
+@lowers("select")
+def select(low, op):
+    c, a, b = low.tensor(op, "cond"), low.tensor(op, "a"), low.tensor(op, "b")
+    c = cast(low, c, "bool")
+    out = low.out(op)
+    if c.shape == a.shape == b.shape:
+        low.bind(op, low.emit("where", [c, a, b], out, hint=name_of(op)))
+    else:
+        low.bind(op, low.emit("coreai.decomposable.broadcasting_where", [c, a, b], out, hint=name_of(op)))
