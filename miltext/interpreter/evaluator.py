@@ -252,7 +252,7 @@ def _foldable(block, keep: set) -> _Folded:
             nested.update(_reads(op))
     folded = _Folded()
     for op in block.operations:
-        val = op.inputs.get("val") if op.type == "const" else None
+        val = None if op.type != "const" else op.inputs.get("val", [op.attributes.get("val")])
         if (val is not None and len(val) == 1 and isinstance(val[0], Value) and len(op.outputs) == 1
                 and op.outputs[0].name not in keep and op.outputs[0].name not in nested):
             folded.add(id(op))
