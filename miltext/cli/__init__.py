@@ -31,7 +31,7 @@ COMMANDS = [
     ("check", "check_cmd", "report what is wrong in programs that parse"),
     ("infer", "infer_cmd", "show .mil text with every output type, name and const filled in"),
     ("run", "run_cmd", "run a model on NumPy: outputs to .npz, or checked against a reference"),
-    ("fp16-check", "fp16_check_cmd", "find the ops of an fp32 model that go wrong when computed in fp16"),
+    ("compare", "compare_cmd", "run two models on the same inputs: the first op where their values part"),
     ("fp16-check", "fp16_check_cmd", "find the ops of an fp32 model that go wrong when computed in fp16"),
     ("port", "port_cmd", "carry a model to Core AI: an .aimodel lowered, saved and verified (miltext[coreai])"),
     ("lsp", "lsp_cmd", "run the MIL language server on stdin/stdout (for editors)"),

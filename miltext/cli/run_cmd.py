@@ -5,7 +5,10 @@ unpacked folder or an .mlmodelc. Each input is `NAME=FILE.npy` or `NAME=LITERAL`
 literal such as `[[1.0, 2.0]]`), cast to the dtype the function declares; a state is given the
 same way (its starting value) and written back with -o. Outputs go to -o OUT.npz, or are shown.
 With --expect REF.npz the outputs are compared with the arrays of the same names: exit 1 with
-the worst element's place and error when one is outside --rtol/--atol.
+the worst element's place and error when one is outside --rtol/--atol. --trace OUT keeps every
+op's outputs (consts' aside) as the run goes, by var name (`NAME#PASS` inside loops and
+branches), in OUT.npz or, for big models, a folder of .npy files; --trace-ops and --trace-vars
+choose which (docs/debugging.md).
 """
 from __future__ import annotations
 
@@ -24,6 +27,12 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs (and states) to this file")
     p.add_argument("--force", action="store_true",
                    help="when -o is a link, write the file it leads to (never a file miltext did not write)")
+    p.add_argument("--trace", metavar="OUT.npz|FOLDER",
+                   help="write every op's outputs as the run goes: an .npz, or a folder of .npy files")
+    p.add_argument("--trace-ops", type=_names, default=None, metavar="TYPE,...",
+                   help="with --trace: only the outputs of these op types (const included when named)")
+    p.add_argument("--trace-vars", type=_names, default=None, metavar="NAME,...",
+                   help="with --trace: only these vars (with --trace-ops: these as well)")
     p.add_argument("--expect", metavar="REF.npz", help="compare the outputs with these arrays")
     p.add_argument("--rtol", type=float, default=None,
                    help="relative tolerance for --expect (by the output's dtype: fp32 1e-4, fp16 1e-3, bf16 1e-2)")
@@ -57,9 +66,12 @@ def run(args) -> int:
     inputs = {k: v for k, v in given.items() if k not in state_names}
     states = {k: np.asarray(v) for k, v in given.items() if k in state_names}
     try:
-        outputs = run_program(model.program, inputs, args.function, states, weights=model.folder,
-                              confine_refs=args.confine_refs, timeout=args.timeout,
-                              max_memory=args.max_memory)
+        if args.trace:
+            outputs = _traced(model, inputs, states, args)
+        else:
+            outputs = run_program(model.program, inputs, args.function, states, weights=model.folder,
+                                  confine_refs=args.confine_refs, timeout=args.timeout,
+                                  max_memory=args.max_memory)
     except (RunError, WeightRefError) as e:
         if e.loc is None:
             raise InputError(f"{args.model}: {e.message}") from None
@@ -74,6 +86,25 @@ def run(args) -> int:
     if expected is not None:
         return _compare(outputs, expected, args)
     return 0
+
+
+def _traced(model, inputs: dict, states: dict, args) -> dict:
+    """The outputs of a run whose values are written to --trace as they come."""
+    from ..interpreter import Session
+    from ..numerics.trace import trace, write_trace
+    read = [args.model, args.expect, args.output] + [spec.partition("=")[2] for spec in args.input]
+    with Session(model.program, model.folder, args.confine_refs) as session:
+        return write_trace(args.trace, lambda on_value: trace(
+            session, inputs, on_value, args.function, args.trace_ops, args.trace_vars, states=states,
+            timeout=args.timeout, max_memory=args.max_memory), read, args.force)
+
+
+def _names(text: str) -> list:
+    import argparse
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing: write NAME,NAME,...")
+    return names
 
 
 def _seconds(text: str) -> float:

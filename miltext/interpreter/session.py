@@ -34,6 +34,12 @@ class Session:
         from .limits import Limits
         return self._evaluator.run(function, inputs, states, Limits(timeout, max_memory), observer)
 
+    def const_value(self, op):
+        """The value of a const op, as runs read it (a run binds most consts straight to the
+        ops that read them, so an observer does not see them: numerics asks for them here)."""
+        val = op.inputs.get("val", [op.attributes.get("val")])[0]
+        return self._evaluator.value(val)
+
     def close(self) -> None:
         """Let go of the kept values and the weight files' maps."""
         self._evaluator.close_files()
