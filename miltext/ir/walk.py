@@ -28,28 +28,25 @@ def top_blocks(root) -> list:
 
 def blocks(root) -> Iterator[Block]:
     """Every block of `root`, a block before the blocks of its ops."""
-    stack = [iter(top_blocks(root))]
-    while stack:
-        block = next(stack[-1], None)
-        if block is None:
-            stack.pop()
-            continue
-        yield block
-        stack.append(inner for op in block.operations for inner in op.blocks)
+    return _preorder(top_blocks(root), lambda block: (inner for op in block.operations for inner in op.blocks))
 
 
 def operations(root) -> Iterator[Operation]:
     """Every op of `root`, an op before the ops of the blocks it owns."""
     top = root if isinstance(root, list) else [op for block in top_blocks(root) for op in block.operations]
-    stack = [iter(top)]
+    return _preorder(top, lambda op: (inner for block in op.blocks for inner in block.operations))
+
+
+def _preorder(items, children) -> Iterator:
+    """`items`, each followed by what `children(item)` gives, and so on down, depth first."""
+    stack = [iter(items)]
     while stack:
-        op = next(stack[-1], None)
-        if op is None:
+        item = next(stack[-1], None)
+        if item is None:
             stack.pop()
             continue
-        yield op
-        if op.blocks:
-            stack.append(inner for block in op.blocks for inner in block.operations)
+        yield item
+        stack.append(children(item))
 
 
 __all__ = ["top_blocks", "blocks", "operations"]
