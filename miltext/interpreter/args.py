@@ -16,10 +16,11 @@ class Literal:
     `const` the op, where a value that cannot be read is reported), decoded on its first use
     and kept when it is an array (read-only: a kernel writing into it would change every later
     run); list and dict values, which list kernels may change, are decoded afresh each time."""
-    __slots__ = ("value", "array", "dtype", "const")
+    __slots__ = ("value", "array", "dtype", "const", "plain")
 
     def __init__(self, value, dtype=None, const=None):
         self.value, self.array, self.dtype, self.const = value, None, dtype, const
+        self.plain = {}          # the array as Args.scalar and Args.ints give it, once worked out
 
     def get(self, evaluator):
         if self.array is not None:
@@ -93,20 +94,24 @@ class Args:
         return out
 
     def scalar(self, key: str, default=_REQUIRED):
-        v = self(key, default)
-        if v is None or isinstance(v, (bool, int, float, str)):
-            return v
-        a = np.asarray(v)
-        if a.size != 1:
-            raise RunError(f"input {key!r} must be one value, not {a.shape}")
-        item = a.reshape(-1)[0]
-        return item.item() if hasattr(item, "item") else item
+        return self._plain(key, default, _scalar)
 
     def ints(self, key: str, default=_REQUIRED) -> list | None:
-        v = self(key, default)
-        if v is None:
-            return None
-        return [int(x) for x in np.asarray(v).reshape(-1)]
+        return self._plain(key, default, _ints)
+
+    def _plain(self, key: str, default, convert):
+        """Input `key` as Python values by `convert`; a literal's kept after its first time."""
+        found = self.bindings.get(key)
+        if found is not None and len(found) == 1 and type(found[0]) is Literal:
+            literal = found[0]
+            known = literal.plain.get(convert)
+            if known is None:
+                value = literal.get(self.evaluator)
+                known = literal.plain[convert] = (convert(key, value),) if literal.array is not None else None
+                if known is None:
+                    return convert(key, value)
+            return known[0][:] if type(known[0]) is list else known[0]     # a list the kernel may change
+        return convert(key, self(key, default))
 
     def out_dtype(self, index: int = 0):
         """The numpy dtype output `index` declares (None when the type does not say)."""
@@ -143,6 +148,22 @@ class Args:
             return self.evaluator.block(inner, scope, self.opset)
         finally:
             observed.path.pop()
+
+
+def _scalar(key: str, v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    a = np.asarray(v)
+    if a.size != 1:
+        raise RunError(f"input {key!r} must be one value, not {a.shape}")
+    item = a.reshape(-1)[0]
+    return item.item() if hasattr(item, "item") else item
+
+
+def _ints(key: str, v) -> list | None:
+    if v is None:
+        return None
+    return [int(x) for x in np.asarray(v).reshape(-1)]
 
 
 class _NestedValues(dict):

@@ -117,5 +117,7 @@ def softmax(a):
     x = _x(a)
     axis = a.scalar("axis", -1)
     # initial: an empty axis has no max, and its softmax is empty too
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))
-    return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
+    e = x - np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
+    np.exp(e, out=e)
+    e /= np.add.reduce(e, axis=axis, keepdims=True)
+    return e.astype(x.dtype, copy=False)

@@ -21,20 +21,20 @@ _BINARY = {
 def operands(a, *keys):
     """The inputs `keys` as arrays, once their broadcast result is known to fit in --max-memory."""
     values = [np.asarray(a(k)) for k in keys]
-    itemsize = max(8, *(v.itemsize for v in values))
-    bound = itemsize
+    itemsize, bound = 8, 8
     for v in values:         # the broadcast has no more elements than the operands' product
+        itemsize = max(itemsize, v.itemsize)
         bound *= v.size
+    bound = bound // 8 * itemsize
     if bound >= BIG or bound > a.evaluator.limits.max_memory:     # else allow() would pass
         a.allow(np.broadcast_shapes(*(v.shape for v in values)), itemsize)
     return values
 
 
 def _binary(fn):
-    def run(a):
+    def run(a):      # the evaluator runs every kernel with NumPy's warnings off
         x, y = operands(a, "x", "y")
-        with np.errstate(all="ignore"):
-            return fn(x, y)
+        return fn(x, y)
     return run
 
 
@@ -82,8 +82,7 @@ _UNARY = {
 
 def _unary(fn):
     def run(a):
-        with np.errstate(all="ignore"):
-            return fn(np.asarray(a("x")))
+        return fn(np.asarray(a("x")))
     return run
 
 

@@ -1,6 +1,8 @@
 """Normalizations, computed in fp32 at least, the result in the input's dtype."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import RunError
@@ -47,8 +49,10 @@ def layer_norm(a):
         raise RunError(f"axes {axes} are not all axes of x, which has rank {x.ndim}")
     axes = tuple(range(x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
     xf = wide(x)
-    y = xf - xf.mean(axis=axes, keepdims=True)
-    var = np.mean(np.square(y), axis=axes, keepdims=True)      # xf.var, its centred values reused
+    count = math.prod(x.shape[i] for i in axes)
+    # mean and var as NumPy's take them (a sum, then / count), the centred values reused
+    y = xf - np.add.reduce(xf, axis=axes, keepdims=True) / count
+    var = np.add.reduce(np.square(y), axis=axes, keepdims=True) / count
     var += a.scalar("epsilon", 1e-5)
     y /= np.sqrt(var, out=var)
     # gamma and beta have the normalized dims' shape: laid over x with 1 for the other dims
