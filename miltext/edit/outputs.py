@@ -22,13 +22,20 @@ def top_definition(fn_name: str, fn, name: str, edit: str):
                     f"top block can be outputs or inputs" + (f" (the {owner.type}'s own output{made} can)" if made else ""))
 
 
-def expose(fn_name: str, fn, name: str, descs: list) -> None:
+def exposable(fn_name: str, fn, name: str):
+    """The Definition of `name` when it can become an output of `fn` (its type aside); else
+    EditError saying why not (the language server offers --expose by this too)."""
     d = top_definition(fn_name, fn, name, "--expose")
-    block = fn.block
     if d.op is None:
         raise EditError(f"{spelt(name)} is an input of function {fn_name}; an output is a var the function computes")
-    if name in block.outputs:
+    if name in fn.block.outputs:
         raise EditError(f"{spelt(name)} is already an output of function {fn_name}")
+    return d
+
+
+def expose(fn_name: str, fn, name: str, descs: list) -> None:
+    d = exposable(fn_name, fn, name)
+    block = fn.block
     if d.var.type is None:
         raise EditError(f"{spelt(name)} has no type to describe it by (`miltext infer` writes it)")
     block.outputs = [*block.outputs, name]

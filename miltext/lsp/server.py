@@ -232,11 +232,12 @@ def prepare_rename(ls: MilServer, params: lsp.PrepareRenameParams):
 
 @server.feature(lsp.TEXT_DOCUMENT_RENAME)
 def rename(ls: MilServer, params: lsp.RenameParams):
+    from .actions import rename_edits
     a = ls.analysis(params.text_document.uri)
     if a is None:
         return None
     try:
-        edits = a.rename(ls.position_in(a, params.position), params.new_name)
+        edits = rename_edits(a, ls.position_in(a, params.position), params.new_name)
     except ValueError as e:
         raise JsonRpcInvalidParams(str(e)) from None
     if edits is None:
@@ -275,9 +276,10 @@ def inlay_hints(ls: MilServer, params: lsp.InlayHintParams):
             for place, label in hints(a, first, last)]
 
 
-@server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+@server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
+        code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite]))
 def code_actions(ls: MilServer, params: lsp.CodeActionParams):
-    from .actions import fixes
+    from .actions import fixes, refactor_actions
     a = ls.analysis(params.text_document.uri)
     if a is None:
         return []
@@ -286,7 +288,7 @@ def code_actions(ls: MilServer, params: lsp.CodeActionParams):
     uri = params.text_document.uri
     return [lsp.CodeAction(title=f.title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[f.diagnostic.original],
                            edit=lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(range=ls.range_of(a, f.range), new_text=f.text)]}))
-            for f in fixes(a, asked)]
+            for f in fixes(a, asked)] + refactor_actions(ls, a, params)
 
 
 class _Asked:
