@@ -48,9 +48,16 @@ def thread_env(threads: int) -> dict:
 
 
 # ---- one engine in its own process -------------------------------------------------------
-def peak_bytes() -> int:
+def peak_bytes(field: str = "VmHWM") -> int:
     with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+
+
+def reset_peak() -> int:
+    """The high-water mark set back to what the process holds now (Linux); that amount."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return peak_bytes("VmRSS")
 
 
 def worker(engine: str, model: str, threads: int, rounds: int, warmup: int) -> dict:
@@ -92,13 +99,17 @@ def worker(engine: str, model: str, threads: int, rounds: int, warmup: int) -> d
         def step():
             with torch.no_grad():
                 return module(*args).numpy()
+    held = reset_peak()             # the runs' own peak: values, and for miltext the weights it maps in
     for _ in range(warmup):
         got = step()
+    info["run_peak"] = peak_bytes() - held
     times = []
     for _ in range(rounds):
         start = time.perf_counter()
         got = step()
         times.append(time.perf_counter() - start)
+    if engine == "miltext":   # which BLAS kernel numpy runs: threadpoolctl from the peers' venv
+        sys.path += [os.path.join(PEERS, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")]
     try:
         from threadpoolctl import threadpool_info
         info["blas"] = [f"{i.get('internal_api')} {i.get('architecture', '')} x{i.get('num_threads')}"
@@ -175,7 +186,7 @@ def main() -> None:
                    env=thread_env(2), capture_output=True)
     print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}"
-          f"{'one-shot ms':>12}{'peak MB m/o/t':>18}{'w+2a MB':>9}{'max err':>9}")
+          f"{'one-shot ms':>12}{'peak MB m/o/t':>18}{'run peak':>9}{'w+2a MB':>9}{'max err':>9}")
     for model in args.models:
         sizes = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--sizes", model],
                                           capture_output=True, text=True, check=True, env=thread_env(1)).stdout)
@@ -186,12 +197,15 @@ def main() -> None:
             peaks = "/".join(f"{(r['peak'] - r['base']) / 1e6:.0f}" for r in got.values())
             print(f"{model:<11}{threads:>4}{med['miltext']:>11.2f}{med['onnxruntime']:>9.2f}{med['torch']:>9.2f}"
                   f"{med['miltext'] / med['onnxruntime']:>6.2f}x{med['miltext'] / med['torch']:>6.2f}x"
-                  f"{got['miltext']['one_shot'] * 1e3:>12.1f}{peaks:>18}{(weights + 2 * largest) / 1e6:>9.1f}"
+                  f"{got['miltext']['one_shot'] * 1e3:>12.1f}{peaks:>18}{got['miltext']['run_peak'] / 1e6:>9.1f}"
+                  f"{(weights + 2 * largest) / 1e6:>9.1f}"
                   f"{got['miltext']['error']:>9.1e}", flush=True)
-        print(f"{'':<15}numpy BLAS: {'; '.join(got['miltext'].get('blas', []))}")
+        print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(got['miltext'].get('blas', []))}, "
+              f"onnxruntime/torch: {'; '.join(got['torch'].get('blas', []))}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("peak MB: each process's high-water mark less its own before loading the model (m/o/t: miltext, "
-          "onnxruntime, torch); w+2a: the model's weights + twice its largest activation")
+          "onnxruntime, torch); run peak: miltext's high-water mark over its runs less what it held before "
+          "them (the weights it maps in count); w+2a: the model's weights + twice its largest activation")
 
 
 if __name__ == "__main__":
