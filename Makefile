@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode
 	@echo "== installing miltext and the test tools into $(VENV) (pip; a few minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments,weights]'
+	$(BIN)/python -m pip install --quiet -e '.[test,coremltools,lsp,pygments,weights,coreai]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 # The demo needs miltext alone (numpy, lark, protobuf): no test tools, no coremltools.

@@ -86,7 +86,10 @@ class Lowering:
     def constant(self, array, dtype: str, hint: str = "c") -> CValue:
         array = np.asarray(array)
         ty = mlir.tensor(dtype, array.shape)
-        if array.size <= mlir.INLINE_LIMIT and dtype in mlir.ELEMENT and dtype not in ("int4", "uint4", "uint2"):
+        flat = array.reshape(-1)
+        splat = flat.size > 0 and bool((flat == flat[0]).all()) and not np.isnan(flat[0]).any()
+        small = array.size <= mlir.INLINE_LIMIT or splat
+        if small and dtype in mlir.ELEMENT and dtype not in ("int4", "uint4", "uint2"):
             attr = mlir.inline_dense(np.asarray(array, mlir.numpy_dtype(dtype)), dtype)
         else:
             key = f"w{len(self.module.blobs)}_" + re.sub(r"[^A-Za-z0-9_]", "_", hint)[:40]
@@ -107,16 +110,19 @@ class Lowering:
     # ---- the op's inputs ----
     @staticmethod
     def has(op, key: str) -> bool:
-        return bool(op.inputs.get(key))
+        """Whether the op has input `key` (or, as iOS16's constexpr ops, attribute `key`)."""
+        return bool(op.inputs.get(key)) or (key != "name" and key in op.attributes)
 
     def binding(self, op, key: str):
         found = op.inputs.get(key)
-        if not found:
-            raise PortError(f"{op.type} has no input {key}", op)
-        return found[0]
+        if found:
+            return found[0]
+        if key != "name" and key in op.attributes:
+            return op.attributes[key]
+        raise PortError(f"{op.type} has no input {key}", op)
 
     def is_known(self, op, key: str) -> bool:
-        return all(self._is_known(b) for b in op.inputs.get(key, []))
+        return all(self._is_known(b) for b in op.inputs.get(key, [])) or key in op.attributes
 
     def _is_known(self, b) -> bool:
         return isinstance(b, Value) or b in self.known

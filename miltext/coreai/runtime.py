@@ -39,7 +39,11 @@ def parse(text: str):
 def save(text: str, path: str) -> None:
     """Write the module's text as the `.aimodel` folder `path` (which must not exist)."""
     from pathlib import Path
+    from coreai._compiler.passmanager import PassManager
     program = parse(text)
+    module = program._module._mlir_module
+    with module.context:     # locations point into a text that is not kept: not stored
+        PassManager.parse("builtin.module(strip-debuginfo)").run(module.operation)
     with _quiet():
         try:
             program.save_asset(Path(path))
@@ -48,16 +52,35 @@ def save(text: str, path: str) -> None:
             raise ValueError(str(cause)) from None
 
 
+MLIR_BYTECODE = b"ML\xefR"      # the magic number MLIR bytecode starts with
+
+
+def is_coreai_file(path: str) -> bool:
+    """An `.aimodel` folder, or its MLIR bytecode (`main.mlirb`, as git hands it to textconv)."""
+    if os.path.isdir(path):
+        return path.rstrip("/\\").endswith(".aimodel") and os.path.isfile(os.path.join(path, "main.mlirb"))
+    if not path.endswith(".mlirb") or not os.path.isfile(path):
+        return False
+    with open(path, "rb") as f:
+        return f.read(4) == MLIR_BYTECODE
+
+
 def asset_text(path: str) -> str:
-    """The MLIR text of an `.aimodel` (weights elided past 16 elements)."""
-    authoring, _, _ = require()
+    """The MLIR text of an `.aimodel` folder or its `main.mlirb` (weights shown past 16
+    elements as an elided resource)."""
+    authoring, _, ir = require()
+    from pathlib import Path
+    bytecode = os.path.join(path, "main.mlirb") if os.path.isdir(path) else path
     try:
-        asset = authoring.AIModelAsset.load(path)
-        program = asset.program
-    except Exception as e:
-        raise InputError(f"{path}: error: not a Core AI model ({str(e).splitlines()[0] if str(e) else e})") from None
+        with open(bytecode, "rb") as f:
+            if f.read(4) != MLIR_BYTECODE:
+                raise ValueError("no MLIR bytecode")
+        program = authoring.AIProgram._load_bytecode(Path(bytecode))
+    except (Exception, SystemError) as e:
+        reason = str(e).strip().split("\n")[0] or type(e).__name__
+        raise InputError(f"{path}: error: not a Core AI model ({reason})") from None
     module = program._module._mlir_module
-    return module.operation.get_asm(large_elements_limit=16)
+    return module.operation.get_asm(large_elements_limit=16, large_resource_limit=64)
 
 
 def run(path: str, function: str, inputs: dict, states: dict | None = None, steps: int = 1) -> list:

@@ -71,6 +71,9 @@ def file_text(path: str, weight_digests: bool | None = False, progress=None, blo
         return describe(path, blob_labels(path))
     if is_checkpoint(path):
         return describe_checkpoint(path)     # a .npy or .safetensors file: its tensors' digests
+    from ..coreai.runtime import asset_text, is_coreai_file
+    if is_coreai_file(path):
+        return asset_text(path)              # a Core AI model: its MLIR text (miltext[coreai])
     from .io import read_model
     model = read_model(path, progress)
     if weight_digests is not False:   # here: textconv shows no digests, nor loads what makes them

@@ -78,3 +78,13 @@ def sigmoid_hard(low, op):
     y = binary(low, "add", binary(low, "mul", x, scalar(low, alpha, x.dtype)), scalar(low, beta, x.dtype))
     y = binary(low, "maximum", y, scalar(low, 0, x.dtype))
     low.bind(op, binary(low, "minimum", y, scalar(low, 1, x.dtype), hint=name_of(op)))
+
+
+@lowers("thresholded_relu")
+def thresholded_relu(low, op):
+    """x where x > alpha, else 0."""
+    x = low.tensor(op, "x")
+    alpha = float(low.known_value(op, "alpha", 1.0))
+    cond = binary(low, "greater", x, scalar(low, alpha, x.dtype), "bool")
+    zero = low.constant(np.zeros(x.shape), x.dtype, "zeros")
+    low.bind(op, low.emit("where", [cond, x, zero], low.out(op), hint=name_of(op)))
