@@ -166,7 +166,8 @@ class Lowering:
         array = self.evaluator.value(b) if isinstance(b, Value) else self.known.get(b)
         if array is None:
             raise PortError(f"%{b} is not defined before {op.type if op else 'its use'}", op)
-        c = self.constant(np.asarray(array).reshape(t.shape), t.dtype, b if isinstance(b, str) else "c")
+        array = np.asarray(array).reshape(t.shape) if t.is_static else np.asarray(array)
+        c = self.constant(array, t.dtype, b if isinstance(b, str) else "c")
         if isinstance(b, str):
             self._consts[b] = c
         return c
