@@ -112,24 +112,31 @@ def _walk(program, visit) -> None:
 
 def _block(block, opset, scope, visit) -> None:
     for op in block.operations:
-        operands = Operands(op, opset, scope)
-        for inner in op.blocks:
-            child = TypeScope(scope)
-            for var in inner.inputs:
-                child.types[var.name] = symbolic(var.type)
-            _block(inner, opset, child, visit)
-            operands.block_outputs.append([child.type(name) for name in inner.outputs])
-        found = visit(op, operands)
-        for i, var in enumerate(op.outputs):
-            scope.types[var.name] = symbolic(found[i], var.type) if found and i < len(found) \
-                else symbolic(var.type)
-        if op.type == "const" and len(op.outputs) == 1 and "val" in op.attributes:
-            scope.consts.add(op.outputs[0].name)
-            scope.values[op.outputs[0].name] = op.attributes["val"]   # read as numpy when asked
-        elif op.type.startswith("constexpr_"):    # compile-time constants too, for coremltools
-            scope.consts.update(var.name for var in op.outputs)
-        if op.type != "const" and operands.output_values is not None:
-            for var, value in zip(op.outputs, operands.output_values):
-                if value is not None:
-                    scope.values[var.name] = value
+        step(op, opset, scope, visit)
+
+
+def step(op, opset: str, scope: TypeScope, visit) -> None:
+    """One op of the walk: its nested blocks, then `visit(op, operands)`, then its outputs'
+    types and known values put into `scope`. (The language server infers op by op with it,
+    each op in a scope of its own whose parent finds the names it reads.)"""
+    operands = Operands(op, opset, scope)
+    for inner in op.blocks:
+        child = TypeScope(scope)
+        for var in inner.inputs:
+            child.types[var.name] = symbolic(var.type)
+        _block(inner, opset, child, visit)
+        operands.block_outputs.append([child.type(name) for name in inner.outputs])
+    found = visit(op, operands)
+    for i, var in enumerate(op.outputs):
+        scope.types[var.name] = symbolic(found[i], var.type) if found and i < len(found) \
+            else symbolic(var.type)
+    if op.type == "const" and len(op.outputs) == 1 and "val" in op.attributes:
+        scope.consts.add(op.outputs[0].name)
+        scope.values[op.outputs[0].name] = op.attributes["val"]   # read as numpy when asked
+    elif op.type.startswith("constexpr_"):    # compile-time constants too, for coremltools
+        scope.consts.update(var.name for var in op.outputs)
+    if op.type != "const" and operands.output_values is not None:
+        for var, value in zip(op.outputs, operands.output_values):
+            if value is not None:
+                scope.values[var.name] = value
 

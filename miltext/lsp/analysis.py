@@ -6,7 +6,6 @@ model.mil dialect stay in it: their names are bare, and they format as model.mil
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 import miltext
@@ -15,6 +14,7 @@ from . import checking
 from .actions import suggestion_in
 from .document import Reading
 from .index import Index
+from .inference import Types
 from .outline import outline
 from .document_text import Source
 
@@ -47,7 +47,8 @@ class Analysis:
         self._previous = previous
         self._diagnostics = None
         self.complete = False    # whether the check findings come from a check of the whole program
-        self._inferred = None
+        # the inferred types, op by op when asked, from those of the analysis before
+        self.types = Types(self, previous.types if previous is not None else None)
 
     @property
     def files(self) -> checking.Files:
@@ -90,7 +91,8 @@ class Analysis:
             before = self._previous
             found = None
             if not complete and before is not None and before._diagnostics is not None:
-                found = checking.incremental(before.index, self.index, before._diagnostics, self.files)
+                found = checking.incremental(before.index, self.index, before._diagnostics, self.files,
+                                             self.reading.broken_names())
             if found is None:
                 found, self.complete = checking.full(self.program, self.source.text, self.files,
                                                      self.reading.section), True
@@ -102,18 +104,7 @@ class Analysis:
         """Without `x is not defined` for the names a line that does not parse declares: that
         line's error says it all."""
         broken = self.reading.broken_names()
-        if not broken:
-            return diagnostics
-        from ..text.lexemes import var_name
-        out = []
-        for d in diagnostics:
-            if d.rule in ("undefined-name", "undefined-output"):
-                named = re.search(r"(\S+) is not defined", d.message)   # "[block output] %x is not defined"
-                named = named.group(1) if named else ""
-                if (var_name(named) if named.startswith("%") else named) in broken:
-                    continue
-            out.append(d)
-        return out
+        return [d for d in diagnostics if not checking.echo(d, broken)] if broken else diagnostics
 
     def _range(self, line: int | None, column: int | None) -> tuple:
         if line is None:
@@ -210,10 +201,10 @@ class Analysis:
         return declaration(v.name, t, self.modelmil, self.program) + ("" if v.type is not None or t is None else "  # inferred")
 
     def inferred(self, v):
-        from .types import inferred_types
-        if self._inferred is None:
-            self._inferred = inferred_types(self.program) if self.program is not None else {}
-        return self._inferred.get(id(v))
+        """The type inference gives var `v`, an output the text leaves untyped, or None."""
+        if self.program is None or not v.loc:
+            return None
+        return self.types.of(v, v.loc[0] - 1)
 
     def formatted(self) -> str:
         """What `miltext fmt` writes (comments kept; model.mil stays model.mil), or CannotFormat

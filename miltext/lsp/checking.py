@@ -11,6 +11,7 @@ again when the typing stops, so nothing this leaves out stays.
 """
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 
 import miltext
@@ -43,9 +44,12 @@ def full(program, text: str, files: Files | None = None, section=None) -> list:
                          confine_refs=True, ref_headers=files.headers)
 
 
-def incremental(before_index, index, diagnostics: list, files: Files | None = None) -> list | None:
+def incremental(before_index, index, diagnostics: list, files: Files | None = None,
+                broken: set = frozenset()) -> list | None:
     """The diagnostics of the reading of `index` from `diagnostics`, those of the reading
-    of `before_index` (check's, 1-based lines), or None when only a full check will do."""
+    of `before_index` (check's, 1-based lines), or None when only a full check will do.
+    `broken`: the names lines that do not parse seem to declare (their uses are no finding:
+    see echo)."""
     before, reading = before_index.reading, index.reading
     if reading.program is None or before.program is None or reading.frame_texts != before.frame_texts:
         return None
@@ -93,7 +97,7 @@ def incremental(before_index, index, diagnostics: list, files: Files | None = No
     for i in affected:
         lines_of.update(range(pieces[i].start, pieces[i].end))
     fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, files)
-             if d.line is not None and d.line - 1 in lines_of]
+             if d.line is not None and d.line - 1 in lines_of and not echo(d, broken)]
     if any(d.rule in WHOLE_SCOPE for d in fresh):
         return None
     kept = []
@@ -110,6 +114,17 @@ def incremental(before_index, index, diagnostics: list, files: Files | None = No
             continue
         kept.append(_moved(d, line + 1 - d.line, end_old, delta))
     return sorted(kept + fresh, key=lambda d: (d.line is None, d.line or 0, d.column or 0))
+
+
+def echo(d, broken: set) -> bool:
+    """Whether a finding is `x is not defined` for a name a line that does not parse declares:
+    that line's error says it all."""
+    if not broken or d.rule not in ("undefined-name", "undefined-output"):
+        return False
+    from ..text.lexemes import var_name
+    named = re.search(r"(\S+) is not defined", d.message)   # "[block output] %x is not defined"
+    named = named.group(1) if named else ""
+    return (var_name(named) if named.startswith("%") else named) in broken
 
 
 def _moved(d, by: int, end_old: int, delta: int):

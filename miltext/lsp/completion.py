@@ -19,6 +19,11 @@ _VAR_PREFIX = re.compile(f'%{lexicon.VAR_CHAR}*\\Z')
 _TYPE_ITEM = {False: re.compile(r':\s*\([^()=]*\Z'), True: re.compile(r'(?:tensor|list|state)<[\w]*\Z')}
 
 
+# At most this many names are offered at once (a 10k-op text has 10k names in scope); typing
+# more of the name asks again.
+MOST_NAMES = 100
+
+
 @dataclass
 class Item:
     label: str
@@ -55,9 +60,13 @@ def complete(analysis, pos: tuple) -> list[Item]:
 
 
 def _names(analysis, pos: tuple, bare: bool, replace_from: int | None = None) -> list[Item]:
+    """The names in scope at `pos` that start with what is typed, those declared nearest above
+    the cursor first, at most MOST_NAMES of them (the list is marked incomplete past that)."""
     from .types import declaration
+    written = analysis.source.line(pos[0])[replace_from if replace_from is not None else 0:pos[1]]
+    typed = re.search(r'[A-Za-z0-9_.]*\Z', written.lstrip('%"')).group()
     items = []
-    for d in analysis.index.visible(pos):
+    for d in analysis.index.nearest_visible(pos, typed, MOST_NAMES):
         t = d.var.type
         written = d.name if bare else declaration(d.name, None, False, None)
         items.append(Item(written, "var", declaration(d.name, t, bare, analysis.program) if t is not None else d.what,

@@ -246,15 +246,15 @@ class Reading:
             self.errors = sorted(self.errors + [self.blob_error])
 
     def broken_names(self) -> set:
-        """The names the ops that do not parse seem to declare (what comes before their `=`)."""
+        """The names the ops that do not parse seem to declare."""
+        return {name for p in self.pieces if p.errors for name in self.seemingly_declared(p)}
+
+    def seemingly_declared(self, p: OpPiece) -> list:
+        """The names an op piece that does not parse seems to declare (before its `=`)."""
         from .index import _tokens, syntax_of
-        out = set()
-        for p in self.pieces:
-            if p.errors:
-                text = self.lines.span(p.start, p.end)
-                head = text.split("=", 1)[0] if "=" in text else ""
-                out.update(name for name, _, _ in _tokens(head, syntax_of(self)))
-        return out
+        text = self.lines.span(p.start, p.end)
+        head = text.split("=", 1)[0] if "=" in text else ""
+        return [name for name, _, _ in _tokens(head, syntax_of(self))]
 
     def _whole(self) -> None:
         """The frame does not parse: read the text as a whole for its errors (and a program,

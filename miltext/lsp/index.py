@@ -14,6 +14,7 @@ from its ops.
 """
 from __future__ import annotations
 
+import heapq
 import re
 from array import array
 from bisect import bisect_right
@@ -230,6 +231,37 @@ class Index:
         for name in self.names():
             found = self._decls.get(name) or self._find_decls(name)
             for d in reversed(found):
+                if d.start < pos and d.scope[0] <= pos and pos[0] <= d.scope[1]:
+                    out.append(d)
+                    break
+        return out
+
+
+    def nearest_visible(self, pos: tuple, prefix: str, most: int) -> list[Decl]:
+        """Those of the declarations visible at `pos` whose names start with `prefix`, the
+        nearest above `pos` first, at most `most` (only those are looked at in full)."""
+        line, ranked = pos[0], []
+        for name, found in self.declaring.items():
+            if prefix and not name.startswith(prefix):
+                continue
+            if type(found) is not tuple:   # most names: declared once
+                if found.start <= line:
+                    ranked.append((line - found.start, name))
+            else:
+                above = max((p.start for p in found if p.start <= line), default=None)
+                if above is not None:
+                    ranked.append((line - above, name))
+        # the nearest, with room for those out of scope (in another function or block)
+        ranked = heapq.nsmallest(4 * most, ranked) if len(ranked) > 4 * most else sorted(ranked)
+        ranked += sorted((1 << 62, name) for name in self._frame_decls if name.startswith(prefix))
+        out, seen = [], set()
+        for _, name in ranked:
+            if len(out) >= most:
+                break
+            if name in seen:
+                continue
+            seen.add(name)
+            for d in reversed(self.decls_of(name)):
                 if d.start < pos and d.scope[0] <= pos and pos[0] <= d.scope[1]:
                     out.append(d)
                     break

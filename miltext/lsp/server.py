@@ -248,20 +248,22 @@ def rename(ls: MilServer, params: lsp.RenameParams):
 
 @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=["%", "(", ",", "=", "<"]))
 def completion(ls: MilServer, params: lsp.CompletionParams):
-    from .completion import complete
+    from .completion import MOST_NAMES, complete
     a = ls.analysis(params.text_document.uri)
     if a is None:
         return None
     ls.release_later()
     pos = ls.position_in(a, params.position)
     items = []
-    for item in complete(a, pos):
+    found = complete(a, pos)
+    for item in found:
         edit = None
         if item.replace_from is not None:
             edit = lsp.TextEdit(range=ls.range_of(a, ((pos[0], item.replace_from), pos)), new_text=item.insert or item.label)
         items.append(lsp.CompletionItem(label=item.label, kind=COMPLETION_KIND[item.kind], detail=item.detail or None,
                                         insert_text=None if edit else item.insert, text_edit=edit))
-    return lsp.CompletionList(is_incomplete=False, items=items)
+    capped = sum(item.kind == "var" for item in found) >= MOST_NAMES
+    return lsp.CompletionList(is_incomplete=capped, items=items)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)

@@ -1,0 +1,160 @@
+"""The language server while a hand-written (shorthand) file is typed, over JSON-RPC: the types
+hover and inlay hints show after a sequence of edits (a shape changed, lines broken and
+mended, an op half typed, a `}` deleted, lines added and taken out) are those of a fresh
+analysis of the final text, and those whole-program inference gives; a broken line is one error
+and the rest keeps its types; completion of names is ranked and capped."""
+import re
+
+import miltext
+from miltext.infer import infer
+from test_lsp import at, client, open_text  # noqa: F401  (client is a fixture)
+from test_lsp_features import MODELMIL, change, doc, request_at
+
+LAYERS = 12
+
+
+def shorthand() -> str:
+    """A chain whose types change along it (reshape, transpose, matmul), written as people do."""
+    lines = ["main[CoreML7](%x: (1, 4, 8, fp32)) {", "  block0() {", "    %h0 = relu(x=%x)"]
+    for i in range(LAYERS):
+        lines += [f"    %s{i} = reshape(x=%h{i}, shape=[1, 4, 2, 4])",
+                  f"    %t{i} = transpose(x=%s{i}, perm=[0, 2, 1, 3])",
+                  f"    %m{i} = matmul(x=%t{i}, y=%t{i}, transpose_y=true)",
+                  f"    %p{i} = softmax(x=%m{i}, axis=-1)",
+                  f"    %c{i} = matmul(x=%p{i}, y=%t{i})",
+                  f"    %h{i + 1} = reshape(x=%c{i}, shape=[1, 4, 8])"]
+    lines += [f"  }} -> (%h{LAYERS})", "}", ""]
+    return "\n".join(lines)
+
+
+def hints(client, uri, text):
+    found = client.request("textDocument/inlayHint", {**doc(uri), "range": {
+        "start": at(0, 0), "end": at(len(text.split("\n")), 0)}})
+    return [(h["position"]["line"], h["label"]) for h in found]
+
+
+def hovers(client, uri, text):
+    """The hover on each output declared in the text (its type, inferred or written)."""
+    out = []
+    for n, line in enumerate(text.split("\n")):
+        m = re.match(r"\s*(%\w+)", line)
+        if m and " = " in line:
+            found = request_at(client, "textDocument/hover", uri, n, m.start(1) + 1)
+            out.append((n, found["contents"]["value"] if found else None))
+    return out
+
+
+def truth(text) -> list:
+    """(line, label) of each untyped output as whole-program inference types it."""
+    program = miltext.loads(text)
+    infer(program, use_coremltools=False)
+    lines = text.split("\n")
+    out = []
+    for op in program.functions["main"].block.operations:
+        v = op.outputs[0]
+        n = next(i for i, line in enumerate(lines) if line.strip().startswith(f"%{v.name} = "))
+        out.append((n, _label(v)))
+    return out
+
+
+def _label(v) -> str:
+    from miltext.text.mil import printer
+    return printer.var_decl(v)[len(f"%{v.name}"):]
+
+
+def edits(text: str):
+    """The states typing goes through, each from the one before, ending clean."""
+    lines = text.split("\n")
+    mid = next(n for n, line in enumerate(lines) if line.strip().startswith("%h6 = "))
+    line = lines[mid]
+    paren = line.index("(") + 1
+
+    def at_mid(new: str) -> str:
+        lines[mid] = new
+        return "\n".join(lines)
+
+    yield at_mid(line.replace("[1, 4, 8]", "[1, 32]"))            # a type change that flows down
+    yield at_mid(line[:paren])                                     # an unclosed `(`
+    for k in range(1, 6):
+        yield at_mid(line[:paren] + "x=%c5, "[:k])                 # keys typed after it
+    yield at_mid(line.split("=", 1)[0] + "= resh")                 # the op half typed
+    yield at_mid(line)
+    close = lines.index("  } -> (%h12)")
+    lines[close] = "   -> (%h12)"                                  # the block's `}` deleted
+    yield "\n".join(lines)
+    lines[close] = "  } -> (%h12)"
+    lines.insert(mid, "    %extra = relu(x=%h5)")                  # a line added above
+    mid += 1
+    yield "\n".join(lines)
+    del lines[mid - 1]                                             # and taken out
+    mid -= 1
+    yield at_mid(line.replace("[1, 4, 8]", "[4, 8]"))
+
+
+def test_types_after_edits_are_those_of_a_fresh_analysis(client):
+    text = shorthand()
+    uri = "file:///typing.mil"
+    assert open_text(client, uri, text) == []
+    assert hints(client, uri, text) == truth(text)
+    version = 1
+    for text in edits(text):
+        version += 1
+        change(client, uri, version, text)
+        hints(client, uri, text)
+        hovers(client, uri, text)
+    fresh = "file:///typing-fresh.mil"
+    assert open_text(client, fresh, text) == []
+    assert hints(client, uri, text) == hints(client, fresh, text) == truth(text)
+    assert hovers(client, uri, text) == hovers(client, fresh, text)
+    assert any("(4, 8, fp32)" in label for _, label in hints(client, uri, text))   # the last edit's
+
+
+def test_a_broken_line_is_one_error_and_the_rest_keeps_its_types(client):
+    text = shorthand()
+    uri = "file:///broken.mil"
+    open_text(client, uri, text)
+    before = hints(client, uri, text)
+    lines = text.split("\n")
+    mid = next(n for n, line in enumerate(lines) if line.strip().startswith("%h6 = "))
+    paren = lines[mid].index("(") + 1
+    for version, new in enumerate((lines[mid][:paren], lines[mid][:paren] + "x=%c", "    %h6 = resh"), start=2):
+        broken = "\n".join(lines[:mid] + [new] + lines[mid + 1:])
+        diagnostics = change(client, uri, version, broken)
+        assert len(diagnostics) == 1 and diagnostics[0]["range"]["start"]["line"] == mid, diagnostics
+        # the lines after it keep the types they had: h6's last good type flows on
+        assert [h for h in hints(client, uri, broken) if h[0] != mid] == [h for h in before if h[0] != mid]
+
+
+def test_model_mil_after_edits_is_a_fresh_analysis(client):
+    """model.mil writes every type: hover after edits shows what a fresh analysis does."""
+    uri = "file:///typing.model.mil"
+    text = MODELMIL
+    open_text(client, uri, text)
+    line = text.split("\n")[5]
+    for version, new in enumerate((line.replace("add(", "add("[:2]), line.replace("x)", ""), line), start=2):
+        text = MODELMIL.replace(line, new)
+        change(client, uri, version, text)
+    open_text(client, "file:///typing-fresh.model.mil", text)
+    for n in (4, 5):
+        assert request_at(client, "textDocument/hover", uri, n, 34) == \
+            request_at(client, "textDocument/hover", "file:///typing-fresh.model.mil", n, 34)
+    assert hints(client, uri, text) == []
+
+
+def test_completion_of_names_is_ranked_and_capped(client):
+    lines = ["main[CoreML7](%x: (1, 8, fp32)) {", "  block0() {"]
+    lines += [f"    %n{i} = relu(x=%{'x' if i == 0 else f'n{i - 1}'})" for i in range(300)]
+    lines += ["    %y = relu(x=%", "  } -> (%n299)", "}", ""]
+    text = "\n".join(lines)
+    uri = "file:///many.mil"
+    open_text(client, uri, text)
+    found = request_at(client, "textDocument/completion", uri, 302, len("    %y = relu(x=%"))
+    assert found["isIncomplete"] is True and len(found["items"]) == 100
+    assert [i["label"] for i in found["items"][:3]] == ["%n299", "%n298", "%n297"]   # nearest first
+    typed = request_at(client, "textDocument/completion", uri, 302, len("    %y = relu(x=%"))
+    assert typed == found
+    few = "\n".join(lines[:302] + ["    %y = relu(x=%n29"] + lines[303:])
+    change(client, uri, 2, few)
+    found = request_at(client, "textDocument/completion", uri, 302, len("    %y = relu(x=%n29"))
+    assert found["isIncomplete"] is False
+    assert sorted(i["label"] for i in found["items"]) == sorted(["%n29"] + [f"%n29{k}" for k in range(10)])
