@@ -226,26 +226,7 @@ def _literal_array(name: str, literal):
     return array
 
 
-def _npy(f, size: int, what: str, limits, held: int = 0):
-    """The array of the .npy `f` (`size` bytes), its header checked first against the bytes it
-    has and against --max-memory (a header may claim 10^12 elements in 144 bytes)."""
-    import numpy as np
-
-    from ..errors import InputError
-    from ..interpreter import RunError
-    from ..model.weight_headers import WeightFileProblem, _npy as npy_header
-    try:
-        header = npy_header(f, size)
-        limits.allow(header.shape, np.dtype(header.stored).itemsize, "the array", lambda: held)
-        f.seek(0)
-        return np.lib.format.read_array(f, allow_pickle=False)
-    except (WeightFileProblem, RunError) as e:
-        raise InputError(f"{what}: {e.message}") from None
-    except (ValueError, OSError, EOFError, TypeError) as e:
-        raise InputError(f"{what}: not a .npy file ({e})") from None
-
-
-NPZ_PROBLEMS = (ValueError, OSError, EOFError, NotImplementedError, RuntimeError, KeyError, OverflowError)
+from ..numerics.values import NPZ_PROBLEMS, read_npy as _npy  # noqa: E402  (one reader of .npy for both)
 
 
 def _load_npz(path: str, limits) -> dict:

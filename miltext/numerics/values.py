@@ -9,8 +9,30 @@ import zipfile
 from ..errors import InputError
 from .trace import INDEX
 
+NPZ_PROBLEMS = (ValueError, OSError, EOFError, NotImplementedError, RuntimeError, KeyError, OverflowError)
+
+
+def read_npy(f, size: int, what: str, limits, held: int = 0):
+    """The array of the .npy `f` (`size` bytes), its header checked first against the bytes it
+    has and against --max-memory (a header may claim 10^12 elements in 144 bytes)."""
+    import numpy as np
+
+    from ..interpreter import RunError
+    from ..model.weight_headers import WeightFileProblem, _npy as npy_header
+    try:
+        header = npy_header(f, size)
+        limits.allow(header.shape, np.dtype(header.stored).itemsize, "the array", lambda: held)
+        f.seek(0)
+        return np.lib.format.read_array(f, allow_pickle=False)
+    except (WeightFileProblem, RunError) as e:
+        raise InputError(f"{what}: {e.message}") from None
+    except (ValueError, OSError, EOFError, TypeError) as e:
+        raise InputError(f"{what}: not a .npy file ({e})") from None
+
 
 class Values:
+    """The arrays of an .npz or a trace folder by key; `get` reads one."""
+
     def __init__(self, path: str, limits):
         self.path, self.limits = path, limits
         self._zip = None
@@ -43,16 +65,15 @@ class Values:
 
     def get(self, key: str):
         """The array of `key` (InputError when it cannot be read as one)."""
-        from ..cli.run_cmd import NPZ_PROBLEMS, _npy
         entry = self._files[key]
         what = f"{self.path}: {key}"
         try:
             if self._zip is not None:
                 with self._zip.open(entry) as f:
-                    array = _npy(f, entry.file_size, what, self.limits)
+                    array = read_npy(f, entry.file_size, what, self.limits)
             else:
                 with open(os.path.join(self.path, entry), "rb") as f:
-                    array = _npy(f, os.fstat(f.fileno()).st_size, what, self.limits)
+                    array = read_npy(f, os.fstat(f.fileno()).st_size, what, self.limits)
         except InputError:
             raise
         except (zipfile.BadZipFile, *NPZ_PROBLEMS) as e:
