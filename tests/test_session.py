@@ -127,3 +127,37 @@ def test_erf_and_gelu_of_many_values_hold_to_the_exact_definitions():
     gelu = run(miltext.loads(text.replace("OP", 'gelu(x=%x, mode="EXACT", name="y")')), {"x": x})["y"]
     want = 0.5 * x.astype(np.float64) * (1 + exact(x.astype(np.float64) / math.sqrt(2)))
     np.testing.assert_allclose(gelu, want, rtol=1e-5, atol=1e-12)
+
+
+REUSE = """main[CoreML7](%x: (4, 8, fp32)) {
+  block0() {
+    %a: (4, 8, fp32) = mul(x=%x, y=2.0, name="a")
+    %b: (4, 8, fp32) = relu(x=%a, name="b")
+    %c: (4, 8, fp32) = add(x=%b, y=%a, name="c")
+    %d: (4, 8, fp32) = add(x=%c, y=%x, name="d")
+    %e: (4, 8, fp32) = relu(x=%x, name="e")
+    %w: (4, 8, fp32) = const(val=[[-1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0]] * 4, name="w")
+    %f: (4, 8, fp32) = add(x=%w, y=%w, name="f")
+    %g: (4, 8, fp32) = relu(x=%w, name="g")
+  } -> (%d, %e, %f, %g)
+}
+"""
+
+
+def test_an_op_writes_into_a_dying_input_only_when_nothing_else_holds_it():
+    x = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
+    before = x.copy()
+    ids = {}
+    text = REUSE.replace("[[-1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0]] * 4",
+                         str([[-1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0]] * 4))
+    session = Session(miltext.loads(text))
+    for _ in range(2):
+        out = session.run({"x": x}, observer=lambda f, p, op, v: ids.update({k: id(a) for k, a in v.items()}))
+        a = 2 * before
+        np.testing.assert_array_equal(out["d"], np.maximum(a, 0) + a + before)
+        np.testing.assert_array_equal(out["e"], np.maximum(before, 0))
+        w = np.array([[-1.0, 1.0] * 4] * 4, np.float32)
+        np.testing.assert_array_equal(out["f"], w + w)
+        np.testing.assert_array_equal(out["g"], np.maximum(w, 0))
+        np.testing.assert_array_equal(x, before)        # the caller's input is never written
+    assert ids["c"] == ids["d"] and ids["b"] != ids["a"]    # %a is read after relu: kept apart

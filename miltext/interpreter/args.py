@@ -2,6 +2,8 @@
 definition's default), the dtypes its outputs declare, and its nested blocks to evaluate."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import dtypes, ops as op_table
@@ -42,13 +44,30 @@ class Literal:
 
 
 class Args:
-    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "passes")
+    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes")
 
-    def __init__(self, evaluator, op, env: dict, opset: str, bindings: dict):
+    def __init__(self, evaluator, op, env: dict, opset: str, bindings: dict, last=frozenset()):
         """`bindings`: the op's inputs and attributes by name, each a list of var names and
-        Literals (the evaluator's Step holds them, prepared once)."""
+        Literals (the evaluator's Step holds them, prepared once); `last`: the names no later
+        op reads."""
         self.evaluator, self.op, self.env, self.opset, self.bindings = evaluator, op, env, opset, bindings
+        self.last = last
         self.passes = None
+
+    def spare(self, key: str, value, shape, dtype):
+        """`value`, the kernel's array of input `key`, when the kernel may write its result of
+        `shape` and `dtype` into it: this op is the last to read it and nothing else holds it
+        (no other name, no view, not the caller's input nor a kept literal); else None. Saves a
+        new array per op."""
+        found = self.bindings.get(key)
+        if (found is None or len(found) != 1 or type(found[0]) is not str or found[0] not in self.last
+                or type(value) is not np.ndarray or dict.get(self.env, found[0]) is not value):
+            return None
+        # the references: the env's, the kernel's, this call's `value` and getrefcount's argument
+        if (value.base is None and value.flags.writeable and value.shape == shape and value.dtype == dtype
+                and sys.getrefcount(value) == 4):
+            return value
+        return None
 
     def _bindings(self, key: str) -> list | None:
         return self.bindings.get(key)

@@ -24,10 +24,11 @@ from .registry import find
 
 class Step:
     """One op as the loop runs it."""
-    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "drops")
+    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "drops", "last")
 
     def __init__(self, op, kernel, bindings: dict, drops: list):
         self.op, self.kernel, self.bindings, self.drops = op, kernel, bindings, drops
+        self.last = frozenset(drops)         # the inputs no op after this one reads
         self.names = [var.name for var in op.outputs]
         self.dtypes = [_numpy_dtype(var.type) for var in op.outputs]
         # what the text declares the outputs take, checked before the kernel runs
@@ -165,7 +166,7 @@ class Evaluator:
         op, kernel = step.op, step.kernel
         if kernel is None:
             raise RunError(f"miltext run has no kernel for {op.type} (docs/run.md lists the ops it runs)", op.loc)
-        args = Args(self, op, env, opset, step.bindings)
+        args = Args(self, op, env, opset, step.bindings, step.last)
         try:
             limits = self.limits
             for shape, itemsize, what, need in step.need:

@@ -23,7 +23,14 @@ def _sigmoid(x):
         return 1 / (1 + np.exp(-x))
 
 
-kernel("relu")(lambda a: _same_dtype(np.maximum(_x(a), 0), a))
+@kernel("relu")
+def relu(a):
+    x = _x(a)
+    out = a.spare("x", x, x.shape, x.dtype) if x.ndim and x.dtype.kind == "f" else None
+    return np.maximum(x, 0, out=out) if out is not None else _same_dtype(np.maximum(x, 0), a)
+
+
+
 kernel("relu6")(lambda a: _same_dtype(np.clip(_x(a), 0, 6), a))
 kernel("sigmoid")(lambda a: _sigmoid(_x(a)))
 kernel("silu")(lambda a: _x(a) * _sigmoid(_x(a)))

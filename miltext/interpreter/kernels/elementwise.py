@@ -34,8 +34,17 @@ def operands(a, *keys):
 def _binary(fn):
     def run(a):      # the evaluator runs every kernel with NumPy's warnings off
         x, y = operands(a, "x", "y")
+        if x.ndim and x.shape == y.shape and x.dtype == y.dtype and fn in _IN_PLACE:
+            out = a.spare("x", x, x.shape, x.dtype)
+            if out is None:
+                out = a.spare("y", y, y.shape, y.dtype)
+            if out is not None:
+                return fn(x, y, out=out)
         return fn(x, y)
     return run
+
+
+_IN_PLACE = {np.add, np.subtract, np.multiply, np.maximum, np.minimum}   # same dtype in and out
 
 
 for _name, _fn in _BINARY.items():
