@@ -7,7 +7,7 @@ process's peak memory (VmHWM) beside the model's weights and largest activation.
 torch, onnx, onnxruntime and coremltools come from a venv of the benchmark's own,
 bench/.venv-peers (made here on first use; never the test run's); miltext runs in .venv.
 
-    .venv/bin/python bench/interpreter.py [--rounds 10] [--threads 1 2] [--models decoder]
+    .venv/bin/python bench/interpreter.py [--rounds 10] [--repeat 1] [--threads 1 2] [--models decoder]
 """
 from __future__ import annotations
 
@@ -167,7 +167,8 @@ def measure(engine: str, model: str, threads: int, rounds: int, warmup: int) -> 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=10, help="timed runs per process")
+    ap.add_argument("--repeat", type=int, default=1, help="processes per engine, taking turns")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
@@ -192,7 +193,16 @@ def main() -> None:
                                           capture_output=True, text=True, check=True, env=thread_env(1)).stdout)
         weights, largest = sizes
         for threads in args.threads:
-            got = {e: measure(e, model, threads, args.rounds, args.warmup) for e in ENGINES}
+            got = {}
+            for _ in range(args.repeat):       # the engines' processes take turns: the load drifts
+                for e in ENGINES:
+                    r = measure(e, model, threads, args.rounds, args.warmup)
+                    if e in got:
+                        r["times"] += got[e]["times"]
+                        for key in ("peak", "run_peak", "one_shot"):
+                            if key in r:
+                                r[key] = max(r[key], got[e][key])
+                    got[e] = r
             med = {e: statistics.median(r["times"]) * 1e3 for e, r in got.items()}
             peaks = "/".join(f"{(r['peak'] - r['base']) / 1e6:.0f}" for r in got.values())
             print(f"{model:<11}{threads:>4}{med['miltext']:>11.2f}{med['onnxruntime']:>9.2f}{med['torch']:>9.2f}"
