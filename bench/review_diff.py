@@ -65,7 +65,7 @@ def in_process(a: str, b: str) -> tuple:
     import difflib
 
     import miltext
-    from miltext.model.text import file_text
+    from miltext.model.file_text import file_text
     from miltext.review import Side, compare
 
     def structural():

@@ -29,7 +29,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_ir.__all__))
+    return sorted(set(globals()) | set(_ir.__all__) | {"Session"})
 
 
 def loads(text: str, filename: str | None = None) -> "Program":

@@ -32,7 +32,7 @@ import pytest
 
 import miltext
 from miltext.checker import RULES
-from miltext.text.mil.parser import parse
+from miltext.text.dialects import parse
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_cases")
 CASE_FILES = sorted(f for f in os.listdir(CASES) if f.endswith(".mil"))

@@ -15,7 +15,7 @@ from miltext import edit
 from miltext.cli import main
 from miltext.model import read_model, write_model
 from miltext.model.blobs import Weights
-from miltext.model.text import file_text
+from miltext.model.file_text import file_text
 
 CONVERSIONS = os.path.join(CORPUS, "conversions")
 

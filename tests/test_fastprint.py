@@ -339,7 +339,7 @@ def test_buffer_types():
                          + COREMLTOOLS_PB[:3], ids=os.path.basename)
 def test_printing_a_model_file_builds_no_object_model(path):
     from miltext.model.io import read_model
-    from miltext.model.text import file_text
+    from miltext.model.file_text import file_text
     model = read_model(path)
     text = model.program_text()
     assert model._program is None  # printed straight from the bytes

@@ -13,7 +13,7 @@ import miltext
 from miltext.model.text import parse_model
 from miltext.authored.formatter import UnsafeFormat, comment_texts, format_source
 from miltext.authored.scan import Scan
-from miltext.text.mil.parser import looks_like_coremltools_print
+from miltext.text.dialects import COREMLTOOLS
 
 from conftest import case_id, print_cases, proto_cases
 
@@ -148,8 +148,8 @@ def _token_ends(text: str) -> list[int]:
     there would change where it ends (`"say "hi""  # note` is not the string `say "hi"`)."""
     from lark import Lark
     from miltext.text.grammars import grammar_text
-    from miltext.text.mil.parser import _COREMLTOOLS_PRINT
-    raw = looks_like_coremltools_print(text)
+    from miltext.text.dialects import _COREMLTOOLS_PRINT
+    raw = COREMLTOOLS.detect(text)
     if raw not in _LEXERS:
 
         class Recorder:
@@ -175,7 +175,7 @@ def _token_ends(text: str) -> list[int]:
 
 def _op_starts(text: str) -> list[int]:
     """The offset of each op, in source order."""
-    scan = Scan(text, looks_like_coremltools_print(text))
+    scan = Scan(text, COREMLTOOLS.detect(text))
     program = parse_model(text).program
     starts = []
 
@@ -193,7 +193,7 @@ def _op_starts(text: str) -> list[int]:
 def _ops_before(text: str) -> list[int]:
     """For each comment, how many ops start before it: which op it stands before."""
     starts = _op_starts(text)
-    return [sum(1 for s in starts if s < c.start) for c in Scan(text, looks_like_coremltools_print(text)).comments]
+    return [sum(1 for s in starts if s < c.start) for c in Scan(text, COREMLTOOLS.detect(text)).comments]
 
 
 def _with_comments(text: str, ends: list[int], own_line: list[bool]) -> str:

@@ -81,7 +81,8 @@ def test_git_setup_writes_the_driver_and_attributes_once(repo):
     with open(repo.path / ".gitattributes") as f:
         lines = f.read().splitlines()
     assert lines[1:] == ["*.mlmodel diff=miltext", "*.pb diff=miltext", "weight.bin diff=miltext",
-                         "*.npy diff=miltext", "*.safetensors diff=miltext"]
+                         "*.npy diff=miltext", "*.safetensors diff=miltext",
+                         "**/*.aimodel/main.mlirb diff=miltext"]
     assert repo("config", "diff.miltext.textconv").strip().endswith("-m miltext.cli textconv --")
     assert repo("config", "diff.miltext.cachetextconv").strip() == "true"
     assert repo("check-attr", "diff", "m.mlpackage/Data/com.apple.CoreML/model.mlmodel").strip().endswith("diff: miltext")
@@ -269,7 +270,8 @@ def test_git_setup_keeps_a_latin1_gitattributes_byte_for_byte(repo):
     assert new.startswith(old)
     assert new[len(old):].split(b"\r\n")[1:] == [b"*.mlmodel diff=miltext", b"*.pb diff=miltext",
                                                  b"weight.bin diff=miltext", b"*.npy diff=miltext",
-                                                 b"*.safetensors diff=miltext", b""]
+                                                 b"*.safetensors diff=miltext",
+                                                 b"**/*.aimodel/main.mlirb diff=miltext", b""]
     assert repo("check-attr", "diff", "x.mlmodel").strip().endswith("diff: miltext")
 
 
@@ -369,7 +371,7 @@ def test_a_changed_weight_is_one_line_naming_its_const(repo, tmp_path, layout):
 def test_a_lone_weight_file_shows_its_digests_quickly(tmp_path, monkeypatch):
     import shutil
     import time
-    from miltext.model.text import textconv_text
+    from miltext.model.file_text import textconv_text
     lone = tmp_path / "weight.bin"
     shutil.copyfile(os.path.join(MLP, "weights", "weight.bin"), lone)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))   # in no repository

@@ -15,7 +15,7 @@ from editor_texts import printed_texts
 from miltext import dtypes
 from miltext.text import lexicon
 from miltext.text.grammars import _PLACEHOLDER, grammar_text
-from miltext.text.mil.parser import looks_like_coremltools_print
+from miltext.text.dialects import COREMLTOOLS
 from miltext.text.modelmil.words import looks_like_modelmil
 
 ROOT = os.path.dirname(HERE)
@@ -63,7 +63,7 @@ def _tokens(text: str, flavour: str) -> list:
 
 
 def _flavour(text: str) -> str:
-    return "modelmil" if looks_like_modelmil(text) else "raw" if looks_like_coremltools_print(text) else "mil"
+    return "modelmil" if looks_like_modelmil(text) else "raw" if COREMLTOOLS.detect(text) else "mil"
 
 
 TEXTS = _texts()

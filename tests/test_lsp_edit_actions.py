@@ -8,7 +8,7 @@ from test_lsp import client, open_text  # noqa: F401  (client is a fixture)
 from miltext.cli import main
 from miltext.lsp.actions import refactors
 from miltext.lsp.analysis import Analysis
-from miltext.model.text import file_text
+from miltext.model.file_text import file_text
 
 # NESTED with its model section, as `miltext print` writes the package built from it
 SECTION = """model(specificationVersion=8) {

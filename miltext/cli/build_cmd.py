@@ -12,6 +12,7 @@ or not at all.
 import sys
 
 from ..progress import Progress
+from .check_cmd import add_confine_refs
 
 STAGES = {"reading": 4, "checking": 2, "inferring": 2, "writing": 2}   # shares of the bar
 NO_WEIGHTS = ""     # blob values not checked: the output does not carry weight files
@@ -22,6 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", required=True, help="the .mlpackage, .mlmodel or .pb to write")
     add_no_verify(p)
     add_force(p)
+    add_confine_refs(p)
 
 
 def add_no_verify(p) -> None:
@@ -43,17 +45,18 @@ def run(args) -> int:
         raise InputError(f"{args.output}: error: build writes a .mlpackage, a .mlmodel or a .pb "
                          "(for text, use `miltext print` or `miltext infer`)")
     output = claim_output(args.output, output_owned(kind), args.force, [args.file])
-    return build(args.file, output, kind, args.verify, "build")
+    return build(args.file, output, kind, args.verify, "build", args.confine_refs)
 
 
-def build(source: str, output: str, kind: str | None, verify: bool, label: str) -> int:
+def build(source: str, output: str, kind: str | None, verify: bool, label: str, confine_refs: bool = False) -> int:
     """Read, verify, make explicit and write: what build and pack do. 1 when verification
-    refuses the text (its diagnostics on stderr), else 0."""
+    refuses the text (its diagnostics on stderr), else 0. `confine_refs`: see add_confine_refs."""
     from ..model.io import PACKAGE, display_name, kind_of, read_model, write_model
     from .verify import diagnostics, report
     refused, said, name = False, "", display_name(source)
     with Progress(label, stages=STAGES) as progress:
         model = read_model(source, progress)
+        model.confine_refs = confine_refs
         if verify:
             # blobs are checked against the weights a package gets; a .pb carries none
             carried = (kind or kind_of(output)) == PACKAGE

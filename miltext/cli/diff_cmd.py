@@ -84,7 +84,7 @@ def _weight_files(a: str, b: str) -> bool:
 
 
 def _text_diff(a_path: str, b_path: str, args) -> int:
-    from ..model.text import file_text
+    from ..model.file_text import file_text
     digests = False if args.no_weight_digests else None
     with Progress("diff") as progress:
         a = file_text(a_path, digests, progress)

@@ -16,7 +16,8 @@ import subprocess
 import sys
 
 DRIVER = "miltext"
-PATTERNS = ("*.mlmodel", "*.pb", "weight.bin", "*.npy", "*.safetensors", "*.aimodel/main.mlirb")
+# A pattern holding a / matches from the top folder only, unless it starts with **/.
+PATTERNS = ("*.mlmodel", "*.pb", "weight.bin", "*.npy", "*.safetensors", "**/*.aimodel/main.mlirb")
 ATTRIBUTES_LIMIT = 16 << 20    # bytes of an attributes file read (git's own limit is 100 MB)
 COMMENT = "# miltext: Core ML models and MIL programs as MIL text in git diff (miltext git-setup)"
 

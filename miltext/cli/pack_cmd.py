@@ -6,6 +6,7 @@ description derived from the main function, as `miltext build` does. The package
 into a temporary folder and renamed into place, so a failure leaves nothing half-written.
 """
 from .build_cmd import add_force, add_no_verify
+from .check_cmd import add_confine_refs
 
 
 def add_arguments(p) -> None:
@@ -13,6 +14,7 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", required=True, help="the .mlpackage to write")
     add_no_verify(p)
     add_force(p)
+    add_confine_refs(p)
 
 
 def run(args) -> int:
@@ -22,4 +24,4 @@ def run(args) -> int:
     from .build_cmd import build
     source = mil_source(args.dir)
     output = claim_output(args.output, output_owned(kind_of(args.output)), args.force, [args.dir, source])
-    return build(source, output, None, args.verify, "pack")
+    return build(source, output, None, args.verify, "pack", args.confine_refs)

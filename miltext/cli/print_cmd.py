@@ -27,7 +27,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     if args.dialect != "mil":
         return _print_program(args)
-    from ..model.text import file_text
+    from ..model.file_text import file_text
     with Progress("print", stages={"reading": 1}) as progress:
         text = file_text(args.file, args.weight_digests, progress)
     write_stdout(text)

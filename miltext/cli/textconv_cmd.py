@@ -8,7 +8,7 @@ shows no digests beside blob references (the weight file's own text shows them),
 fails: a file it cannot read becomes one line saying so, with the file's size and digest.
 """
 from . import write_stdout
-from ..model.text import textconv_text
+from ..model.file_text import textconv_text
 
 
 def add_arguments(p) -> None:

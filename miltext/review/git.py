@@ -124,7 +124,7 @@ def _sibling_blob(path: str, sibling: str, blob_hex: str) -> str | None:
 
 
 def _plain(path, old_file, new_file, context) -> str:
-    from ..model.text import textconv_text
+    from ..model.file_text import textconv_text
     old = "" if old_file == NULL else textconv_text(old_file)
     new = "" if new_file == NULL else textconv_text(new_file)
     return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}",

@@ -21,7 +21,7 @@ from ..building import located
 from ..grammars import cache_path, grammar_text
 from ..lexemes import LiteralError
 from ..messages import describe_expected
-from ..dialects import _COREMLTOOLS_PRINT, COREMLTOOLS, READ, ReadOptions  # noqa: F401 - _COREMLTOOLS_PRINT is public here
+from ..options import READ, ReadOptions
 from ..parse_errors import BuildFailure, collect_errors, mil_hint, source_line  # noqa: F401 - source_line is public here
 
 class _Tracker:
@@ -92,17 +92,6 @@ def _parser(raw: bool) -> _Parser:
     if p is None:
         p = _PARSERS[raw] = _Parser(raw)
     return p
-
-
-def looks_like_coremltools_print(text: str) -> bool:
-    """Whether `text` is coremltools' print (text.dialects.COREMLTOOLS.detect)."""
-    return COREMLTOOLS.detect(text)
-
-
-def parse(text: str, filename: str | None = None, *, with_model: bool = False, options: ReadOptions = READ):
-    """text.dialects.parse: MIL text in whichever dialect it is."""
-    from ..dialects import parse as parse_any
-    return parse_any(text, filename, options=options, with_model=with_model)
 
 
 def parse_text(text: str, filename: str | None, raw: bool, options: ReadOptions = READ) -> tuple:

@@ -23,7 +23,7 @@ from ...ir import (Blob, Block, DictData, DictType, Function, ListData, ListType
 from ...ir.values import encode_tensor
 from .. import lexemes
 from ..literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
-from ..dialects import READ, ReadOptions
+from ..options import READ, ReadOptions
 from ..messages import describe_expected
 from .words import KEYWORDS, OPSET_OF_IOS, looks_like_modelmil, name_problem, op_type_problem
 from ..grammars import cache_path, grammar_text
