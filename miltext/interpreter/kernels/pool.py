@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import RunError
 from ..registry import kernel
 from .conv import pads, windows
 from .linear import wide
@@ -33,32 +34,46 @@ def _layout(a, x):
     return kernel_shape, strides, declared, extra
 
 
-def _windows(a, x, kernel_shape, strides, declared, extra, pad_value):
-    """(N, C, *out, *k) windows over x padded as declared, then by the ceil-mode extra."""
+def _padded(a, x, declared, extra, pad_value):
+    """x padded as declared, then by the ceil-mode extra."""
     spatial = [(b, e + x_) for (b, e), x_ in zip(declared, extra)]
     a.allow(x.shape[:x.ndim - len(spatial)] + tuple(n + b + e for n, (b, e) in zip(x.shape[x.ndim - len(spatial):], spatial)),
             8, "the padded input")
-    padded = np.pad(x, [(0, 0)] * (x.ndim - len(spatial)) + spatial, constant_values=pad_value)
+    return np.pad(x, [(0, 0)] * (x.ndim - len(spatial)) + spatial, constant_values=pad_value)
+
+
+def _windows(a, x, kernel_shape, strides, declared, extra, pad_value):
+    """(N, C, *out, *k) windows over x padded as declared, then by the ceil-mode extra."""
+    padded = _padded(a, x, declared, extra, pad_value)
     return windows(padded, kernel_shape, strides, [1] * len(kernel_shape))
 
 
-def _over_windows(ufunc, win, n: int):
-    """`ufunc` reduced over the last `n` (kernel) dims of the windows view: one whole-array
-    pass per kernel offset, each over a strided slice (a reduction over the view's last dims
-    would walk it element by element)."""
-    offsets = np.ndindex(*win.shape[win.ndim - n:])
-    out = np.array(win[(...,) + next(offsets)])
-    for at in offsets:
-        ufunc(out, win[(...,) + at], out=out)
+def _max_by_dim(padded, kernel_shape, strides):
+    """The max over each window, one spatial dim at a time (a max is separable): per dim, one
+    whole-array pass per kernel offset over strided slices, the rows reduced once for every
+    window that shares them."""
+    out = padded
+    n = len(kernel_shape)
+    for d, (k, s) in enumerate(zip(kernel_shape, strides)):
+        axis = padded.ndim - n + d
+        size = (out.shape[axis] - k) // s + 1
+        if size <= 0:
+            raise RunError(f"the kernel {tuple(kernel_shape)} does not fit the input (after padding)")
+        lead = (slice(None),) * axis
+        taken = [out[lead + (slice(j, j + (size - 1) * s + 1, s),)] for j in range(k)]
+        reduced = np.array(taken[0])
+        for part in taken[1:]:
+            np.maximum(reduced, part, out=reduced)
+        out = reduced
     return out
 
 
 @kernel("max_pool")
 def max_pool(a):
     x = np.asarray(a("x"))
-    layout = _layout(a, x)
-    win = _windows(a, wide(x), *layout, -np.inf)
-    return _over_windows(np.maximum, win, len(layout[0])).astype(x.dtype, copy=False)
+    kernel_shape, strides, declared, extra = _layout(a, x)
+    padded = _padded(a, wide(x), declared, extra, -np.inf)
+    return _max_by_dim(padded, kernel_shape, strides).astype(x.dtype, copy=False)
 
 
 @kernel("avg_pool")
