@@ -44,15 +44,21 @@ class _Tracker:
             yield tok
 
 
+# The starts a parser serves. A whole text and a fragment (the language server's pieces) have
+# parsers of their own: LALR tables built for several starts merge states, which changes what
+# an error says was expected in a whole text.
+STARTS = {"start": ["start"], "fragment": ["fragment", "block"], "block": ["fragment", "block"]}
+
+
 class _Parser:
-    def __init__(self, raw: bool):
+    def __init__(self, raw: bool, starts: list):
         text = grammar_text(raw=raw)   # raw: the flavour that reads coremltools' print
         self.tracker = _Tracker()
         self.builder = _Builder(raw_strings=raw)
         self.tracker.builder = self.builder
-        self.lark = Lark(text, parser="lalr", lexer="contextual", transformer=self.builder,
-                         start=["start", "fragment", "block"],
-                         postlex=self.tracker, maybe_placeholders=True, cache=cache_path("raw" if raw else "mil", text))
+        flavour = ("raw" if raw else "mil") + ("" if starts == ["start"] else "-" + "-".join(starts))
+        self.lark = Lark(text, parser="lalr", lexer="contextual", transformer=self.builder, start=starts,
+                         postlex=self.tracker, maybe_placeholders=True, cache=cache_path(flavour, text))
         self.lock = threading.Lock()
 
     def parse(self, text: str, options: ReadOptions, start: str = "start"):
@@ -87,10 +93,11 @@ class _Parser:
 _PARSERS: dict = {}
 
 
-def _parser(raw: bool) -> _Parser:
-    p = _PARSERS.get(raw)
+def _parser(raw: bool, start: str = "start") -> _Parser:
+    key = (raw, STARTS[start][0])
+    p = _PARSERS.get(key)
     if p is None:
-        p = _PARSERS[raw] = _Parser(raw)
+        p = _PARSERS[key] = _Parser(raw, STARTS[start])
     return p
 
 
@@ -116,7 +123,7 @@ def parse_fragment(text: str, start: str, filename: str | None, raw: bool, optio
 
 
 def _parse_once(text: str, raw: bool, options: ReadOptions, start: str = "start") -> Program:
-    parser = _parser(raw)
+    parser = _parser(raw, start)
     try:
         with bulk():
             return parser.parse(text, options, start)
