@@ -172,12 +172,15 @@ def _verify(args, model, program, output: str, given: dict) -> int:
             except Exception as e:     # the runtime's own words: what Core AI on Linux lacks
                 raise InputError(f"{output}: error: Core AI's runtime cannot run {name}: "
                                  f"{_first_lines(e)}") from None
-            for step, (want, have) in enumerate(zip(expected, got)):
+            rounds = [(f" step {i + 1}" if steps > 1 else "", want, have, "")
+                      for i, (want, have) in enumerate(zip(expected, got))]
+            if states:           # what the steps left in the states, too
+                rounds.append((" after the last step", states, port_states, " (state)"))
+            for when, want, have, kind in rounds:
                 for out, abs_err, rel_err, ok, note in compared(want, have, args.rtol, args.atol):
                     worst_ok &= ok
-                    where = f"{name}" + (f" step {step + 1}" if steps > 1 else "")
                     shown = note or f"max abs error {abs_err:.3g}, max rel error {rel_err:.3g}"
-                    lines.append(f"{where}: %{out}: {shown}{'' if ok else '  (past the tolerance)'}\n")
+                    lines.append(f"{name}{when}: %{out}{kind}: {shown}{'' if ok else '  (past the tolerance)'}\n")
     write_stdout("".join(lines))
     if not worst_ok:
         print(f"{output}: error: the port's outputs differ from the interpreter's past the tolerance",

@@ -57,6 +57,7 @@ class Lowering:
         self.types: dict = {}                   # MIL name -> its MIL type
         self._names: set = set()
         self._consts: dict = {}                 # MIL name -> the constant written for it
+        self.handles: dict = {}                 # MIL state name -> its Handle (lowerings/states)
         self.indent = "    "
 
     # ---- names and lines ----
@@ -256,8 +257,11 @@ def lower_function(module: Module, evaluator, name: str, fn) -> str:
         args.append(f'{v.ssa}: {v.type} {{coreai.name = "{var.name}"}}')
     outs = low.block(fn.block)
     results = [f'{o.type} {{coreai.name = "{n}"}}' for o, n in zip(outs, fn.block.outputs)]
+    from .lowerings.states import TOKEN, final_tokens
+    tokens = final_tokens(low)              # one per handle argument: the writes are kept
+    results += [TOKEN] * len(tokens)
     body = "\n".join(low.lines)
-    ret = ", ".join(o.ssa for o in outs)
-    ret_types = ", ".join(o.type for o in outs)
+    ret = ", ".join([o.ssa for o in outs] + tokens)
+    ret_types = ", ".join([o.type for o in outs] + [TOKEN] * len(tokens))
     return (f"  coreai.graph @{name}({', '.join(args)}) -> ({', '.join(results)}) {{\n"
             f"{body}\n    \"coreai.output\"({ret}) : ({ret_types}) -> ()\n  }}\n")

@@ -1,6 +1,6 @@
 """reshape, transpose, squeeze, expand_dims, flatten2d, slice_by_index, slice_by_size,
-reverse, pixel_shuffle-free shape changes: shapes are static, so every change of shape is a
-`reshape` to the shape the program declares, and every slice is the dialect's `slice`."""
+slice_update, reverse: shapes are static, so every change of shape is a `reshape` to the shape
+the program declares, every slice the dialect's `slice` (or `slice_update`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -42,25 +42,44 @@ def resolved(n: int, selection) -> tuple:
     return int(picked[0]), int(picked[-1]) + step, step
 
 
-@lowers("slice_by_index")
-def slice_by_index(low, op):
-    x = low.tensor(op, "x")
-    rank = len(x.shape)
+def index_parts(low, op, shape: tuple) -> tuple:
+    """(starts, ends, strides) resolved per dim from slice_by_index's (or slice_update's)
+    begin, end, stride and masks."""
+    rank = len(shape)
     begin = np.asarray(low.known_value(op, "begin")).reshape(-1)
     end = np.asarray(low.known_value(op, "end")).reshape(-1)
     stride = np.asarray(low.known_value(op, "stride", np.ones(rank, np.int32))).reshape(-1)
     masks = {k: np.asarray(low.known_value(op, k, np.zeros(rank, bool))).reshape(-1)
              for k in ("begin_mask", "end_mask", "squeeze_mask")}
     parts = []
-    for i, n in enumerate(x.shape):
+    for i, n in enumerate(shape):
         b = None if masks["begin_mask"][i] else int(begin[i])
         e = None if masks["end_mask"][i] else int(end[i])
         if masks["squeeze_mask"][i]:
             parts.append(resolved(n, slice(b, b + 1 if b != -1 else None)))
             continue
         parts.append(resolved(n, slice(b, e, int(stride[i]))))
-    starts, ends, steps = zip(*parts) if parts else ((), (), ())
+    return tuple(zip(*parts)) if parts else ((), (), ())
+
+
+@lowers("slice_by_index")
+def slice_by_index(low, op):
+    x = low.tensor(op, "x")
+    starts, ends, steps = index_parts(low, op, x.shape)
     low.bind(op, slice_to(low, x, starts, ends, steps, low.out(op)[1], name_of(op)))
+
+
+@lowers("slice_update")
+def slice_update(low, op):
+    """The dialect's `slice_update`, the update reshaped to the slice's own shape (MIL drops
+    squeezed dims from it)."""
+    x = low.tensor(op, "x")
+    starts, ends, steps = index_parts(low, op, x.shape)
+    shape = tuple(len(range(s, e, st)) for s, e, st in zip(starts, ends, steps))
+    update = reshape(low, low.tensor(op, "update"), shape)
+    low.bind(op, low.emit("slice_update", [x, low.ints(starts, "begin"), low.ints(ends, "end"),
+                                           low.ints(steps, "stride"), update],
+                          low.out(op), hint=name_of(op)))
 
 
 @lowers("slice_by_size")
