@@ -23,10 +23,7 @@ class Constants:
         return env[name]
 
     def close(self) -> None:
-        weights = self._evaluator._weights      # the weight files the kernels opened
-        if weights is not None:
-            weights.__exit__(None, None, None)
-            self._evaluator._weights = None
+        self._evaluator.close_files()           # the weight files the kernels opened
 
     def __enter__(self):
         return self

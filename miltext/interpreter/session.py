@@ -8,6 +8,10 @@ The first run of a function works out its plan (each op's kernel and bindings, t
 let go after their last use); literals and weights are decoded on first use and kept, weight
 files memory-mapped where the bytes are the array. Later runs only compute. `miltext.run` and
 `miltext run` are one run of a Session; `--trace` and `compare` watch one through `observer`.
+
+A Session runs the program as it was at its first run, with the weights as they were when first
+read: after editing either, make a new Session. One Session runs one call at a time (a thread
+each needs its own).
 """
 from __future__ import annotations
 
