@@ -12,7 +12,7 @@ NODE_STAMP := $(NODE_TEST)/node_modules/.installed
 VSCODE     := editors/vscode
 VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: demo test test-slow bench conformance clean have-vim have-nvim fuzz sanitize vsix
+.PHONY: demo test lint test-slow bench conformance clean have-vim have-nvim fuzz sanitize vsix
 
 $(STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c
 	@echo "== installing miltext and the test tools into $(VENV) (pip; a few minutes the first time)"
@@ -48,22 +48,20 @@ $(NODE_STAMP): $(NODE_TEST)/package-lock.json
 	npm ci --prefix $(NODE_TEST) --no-audit --no-fund --loglevel=error
 	touch $@
 
-have-vim:
-	@command -v vim >/dev/null || if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "== vim is missing: installing Debian's vim (apt-get install vim)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq vim >/dev/null; \
+# $(call have,COMMAND,PACKAGE): Debian's PACKAGE installed when COMMAND is missing and we are root.
+have = @command -v $(1) >/dev/null || if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "== $(1) is missing: installing Debian's $(2) (apt-get install $(2))"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
 	else \
-		echo "vim is missing: install it (sudo apt-get install vim; macOS: brew install vim) and run make test again" >&2; exit 1; \
+		echo "$(2) is missing: install it (sudo apt-get install $(2); macOS: brew install $(2)) and run make test again" >&2; exit 1; \
 	fi
+
+have-vim:
+	$(call have,vim,vim)
 
 # Neovim's built-in LSP client is driven against `miltext lsp` (tests/test_lsp_neovim.py).
 have-nvim:
-	@command -v nvim >/dev/null || if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "== nvim is missing: installing Debian's neovim (apt-get install neovim)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null; \
-	else \
-		echo "neovim is missing: install it (sudo apt-get install neovim; macOS: brew install neovim) and run make test again" >&2; exit 1; \
-	fi
+	$(call have,nvim,neovim)
 
 # The VS Code extension's own tools (vsce, esbuild) and client library.
 $(VSCODE_STAMP): $(VSCODE)/package-lock.json
@@ -72,7 +70,11 @@ $(VSCODE_STAMP): $(VSCODE)/package-lock.json
 	npm ci --prefix $(VSCODE) --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim
+# pyflakes, import order and bugbear (the rules are in pyproject.toml), before the tests.
+lint: $(STAMP)
+	$(BIN)/ruff check miltext tests bench scripts fuzz
+
+test: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim lint
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The VS Code extension packaged as editors/vscode/dist/miltext-mil-VERSION.vsix (client bundled

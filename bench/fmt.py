@@ -97,8 +97,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     sys.path.insert(0, str(REPO))
     sys.path.insert(0, str(HERE))
-    from run import cached_program
     import programs
+    from run import cached_program
     pb, _ = cached_program("transformer_10000", lambda: programs.transformer_proto(10_000), False)
     base = args.base or base_revision()
     with tempfile.TemporaryDirectory() as tmp:

@@ -39,6 +39,7 @@ def big_literal(n: int) -> str:
 def many_ops(n: int) -> str:
     sys.path.insert(0, HERE)
     from programs import miltext_transformer
+
     import miltext
     return miltext.dumps(miltext_transformer(n))
 

@@ -24,8 +24,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
-import run  # noqa: E402  (bench/run.py: timing and the cached programs)
 import programs  # noqa: E402
+import run  # noqa: E402  (bench/run.py: timing and the cached programs)
 
 import miltext  # noqa: E402
 from miltext.model import Model, pack, unpack, write_model  # noqa: E402

@@ -13,7 +13,6 @@ same two in-process (no interpreter start-up), and, for scale, the least any tex
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys

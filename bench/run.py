@@ -24,10 +24,10 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))  # benchmark the source tree, not an installed miltext
 
+import programs  # noqa: E402  (bench/programs.py: the script's directory is on sys.path)
+
 import miltext  # noqa: E402
 from miltext.proto import schema  # noqa: E402  (miltext's private-pool Program class)
-
-import programs  # noqa: E402  (bench/programs.py: the script's directory is on sys.path)
 
 OUT = BENCH / "out"
 TRANSFORMER_SIZES = (10_000, 50_000)

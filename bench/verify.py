@@ -33,12 +33,12 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))   # the source tree, not an installed miltext
 sys.path.insert(0, str(BENCH))
 
+import programs  # noqa: E402
+from run import time_rounds  # noqa: E402
+
 import miltext  # noqa: E402
 from miltext.cli import main as miltext_main  # noqa: E402
 from miltext.ir import Value  # noqa: E402
-
-import programs  # noqa: E402
-from run import time_rounds  # noqa: E402
 
 INLINE_AT_MOST = 8   # elements of a const written inline in the shorthand
 

@@ -120,7 +120,7 @@ def target_lsp_analysis(data: bytes) -> None:
                 a.hover((n, column)) or a.hover_op((n, column))
                 a.references((n, column))
                 complete(a, (n, column))
-        a.outline
+        _ = a.outline   # a property: computing it is what is fuzzed
         hints(a, 0, len(lines))
         try:
             a.formatted()
@@ -165,8 +165,8 @@ def target_lsp_rename(data: bytes) -> None:
 def _check_rename(text: str, a, pos: tuple, edits: list) -> None:
     """The renamed text parses as the program of `text` with the renamed var's uses renamed."""
     from miltext.errors import ParseError
-    from miltext.model.text import parse_model
     from miltext.ir.scopes import resolve
+    from miltext.model.text import parse_model
     from miltext.text.lexemes import var_name
     try:
         before = parse_model(text).program
@@ -297,6 +297,7 @@ def target_run(data: bytes) -> None:
     """`miltext run` of a generated single-op program on a random input: a located error or an
     answer, within the time and memory it was given."""
     import numpy as np
+
     from miltext.interpreter import RunError, run
     text, shape = run_program_text(data)
     program = miltext.loads(text)
@@ -317,6 +318,7 @@ def target_expect(data: bytes) -> None:
     from types import SimpleNamespace
 
     import numpy as np
+
     from miltext.cli import run_cmd
     from miltext.interpreter.limits import Limits
     limits = Limits(max_memory=RUN_LIMITS["max_memory"])

@@ -1,5 +1,10 @@
 """miltext: MIL (Core ML's Model Intermediate Language) as readable, diffable source text."""
+from typing import TYPE_CHECKING
+
 from .errors import ParseError, ProgramError
+
+if TYPE_CHECKING:   # for the annotations only: the object model loads when first used
+    from .ir import Program
 
 __version__ = "0.1.0"
 

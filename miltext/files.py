@@ -189,7 +189,7 @@ def atomic_file(path, mode: int | None = None):
         raise IsADirectoryError(21, "is a folder", path)
     clean_stale_temps(folder)
     with _named_after(path):
-        import tempfile   # here, not at the top: textconv's start-up (see miltext.lazy)
+        import tempfile  # here, not at the top: textconv's start-up (see miltext.lazy)
         fd, tmp = _named(tempfile.mkstemp, folder)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -424,7 +424,7 @@ def _renameat2():
 
 
 def _rmtree(path: str) -> None:
-    import shutil   # here, not at the top: textconv's start-up (see miltext.lazy)
+    import shutil  # here, not at the top: textconv's start-up (see miltext.lazy)
     shutil.rmtree(path, ignore_errors=True)
 
 

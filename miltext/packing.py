@@ -13,7 +13,6 @@ import struct
 from .dtypes import DType
 from .lazy import LazyTable, numpy as np
 
-
 _FP8_FORMATS = {"fp8e4m3fn": (4, 3, True), "fp8e5m2": (5, 2, False)}   # exponent, mantissa bits, finite only
 
 

@@ -9,8 +9,7 @@ indentation: functions start in column 0.
 from __future__ import annotations
 
 from pygments.lexer import RegexLexer, bygroups, words
-from pygments.token import (Comment, Generic, Keyword, Name, Number, Operator, Punctuation,
-                            String, Whitespace)
+from pygments.token import Comment, Generic, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
 from .text import lexicon
 

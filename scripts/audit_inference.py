@@ -27,10 +27,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-import miltext  # noqa: E402
 from infer_coverage import strip_to_sugar  # noqa: E402
-from miltext.infer import fill_names, infer, registry  # noqa: E402
-from miltext.infer import coremltools_rules, engine  # noqa: E402
+
+import miltext  # noqa: E402
+from miltext.infer import coremltools_rules, engine, fill_names, infer, registry  # noqa: E402  # noqa: E402
 from miltext.infer.complete import blocks  # noqa: E402
 from miltext.infer.errors import InferenceError, Unsupported  # noqa: E402
 from miltext.infer.symbols import concrete  # noqa: E402

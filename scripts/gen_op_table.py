@@ -102,10 +102,9 @@ import os
 import re
 import sys
 
-import numpy as np
-
 import coremltools as ct
 import coremltools.converters.mil.mil.ops.defs  # noqa: F401  (registers all ops)
+import numpy as np
 from coremltools.converters.mil._deployment_compatibility import AvailableTarget
 from coremltools.converters.mil.mil import types
 from coremltools.converters.mil.mil.input_type import TensorInputType

@@ -25,8 +25,8 @@ OUT = os.path.join(ROOT, "tests", "corpus", "conversions")
 def nets():
     """The torch modules, by name (a function: torch is imported only here)."""
     import torch
-    from torch import nn
     import torch.nn.functional as F
+    from torch import nn
 
     class SelfAttention(nn.Module):
         """Multi-head attention whose head split reads the batch and length from x at run time."""

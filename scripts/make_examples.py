@@ -24,8 +24,8 @@ DATE_KEY = "com.github.apple.coremltools.conversion_date"   # changes every day:
 
 def torch_models():
     import torch
-    from torch import nn
     import torch.nn.functional as F
+    from torch import nn
 
     class MLP(nn.Module):
         def __init__(self):
@@ -174,9 +174,9 @@ def palettized():
 # -- programs of coremltools' MIL builder (control flow) ---------------------------------------
 
 def control_flow():
+    import coremltools as ct
     from coremltools.converters.mil import Builder as mb
     from coremltools.converters.mil.mil import types
-    import coremltools as ct
 
     @mb.program(input_specs=[mb.TensorSpec((1, 2)), mb.TensorSpec((1,), dtype=types.bool)],
                 opset_version=ct.target.iOS17)
@@ -190,8 +190,8 @@ def control_flow():
 
 
 def while_loop():
-    from coremltools.converters.mil import Builder as mb
     import coremltools as ct
+    from coremltools.converters.mil import Builder as mb
 
     @mb.program(input_specs=[mb.TensorSpec((1, 2))], opset_version=ct.target.iOS17)
     def prog(x):

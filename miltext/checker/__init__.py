@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from . import inference, model_section, names, ops, structure, values, weight_refs
 from ..bulk import bulk
+from . import inference, model_section, names, ops, structure, values, weight_refs
 from .context import Context
 from .diagnostics import Diagnostic, in_source_order, with_file
 from .weights import WeightFiles

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+
 @dataclass
 class Diagnostic:
     """One finding. `line` and `column` are 1-based and None when the program was not parsed

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from .. import dtypes
-from .. import ops as op_table
+from .. import dtypes, ops as op_table
 from ..infer import registry, walk
 from ..infer.errors import InferenceError, Refused, Unsupported
 from ..infer.shapes import within_bounds

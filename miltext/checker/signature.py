@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .. import dtypes
-from .. import ops as op_table
+from .. import dtypes, ops as op_table
 from ..ir import TensorType, Value
 from . import enums
 from .shapes import Mistake

@@ -12,8 +12,7 @@ import sys
 from types import SimpleNamespace
 
 from .. import __version__
-from ..errors import ParseError, ProgramError
-from ..errors import InputError
+from ..errors import InputError, ParseError, ProgramError
 
 # (name, module, one-line help)
 COMMANDS = [

@@ -14,8 +14,7 @@ import sys
 
 from ..checker.diagnostics import Diagnostic
 from ..checker.render import render_json, render_text, summary
-from ..errors import ParseError
-from ..errors import InputError
+from ..errors import InputError, ParseError
 from ..model.io import display_name, read_model
 from ..progress import Progress
 from . import write_stdout

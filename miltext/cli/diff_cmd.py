@@ -57,8 +57,8 @@ def run(args) -> int:
     try:
         change = compare(old, new)
         if args.graph:
-            from .graph_cmd import write_graph
             from ..review.graph import change_dot
+            from .graph_cmd import write_graph
             write_graph(change_dot(change), args.output, args.max_ops, args.timeout)
         elif change.differs:
             write_stdout(change.text(args.unified))

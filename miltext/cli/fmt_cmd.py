@@ -32,10 +32,9 @@ def run(args) -> int:
 
 
 def _format(args, progress) -> int:
-    from ..errors import ParseError, ProgramError
-    from ..files import BOM, rewrite
-    from ..errors import InputError
     from ..authored.formatter import UnsafeFormat, format_source
+    from ..errors import InputError, ParseError, ProgramError
+    from ..files import BOM, rewrite
     counts = {"changed": 0, "unchanged": 0, "failed": 0, "stdout": 0}
     for path in progress.each(mil_files(args.files, counts)):
         try:

@@ -36,9 +36,8 @@ def run(args) -> int:
 
 def _print_program(args) -> int:
     """The program alone, in another dialect."""
-    from ..errors import ProgramError
+    from ..errors import InputError, ProgramError
     from ..model.io import display_name, located, read_model
-    from ..errors import InputError
     from ..text.dialects import print_text
     if args.weight_digests:
         raise InputError(f"--weight-digests writes comments, which {args.dialect} text has no place for")

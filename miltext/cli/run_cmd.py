@@ -50,11 +50,10 @@ def run(args) -> int:
     import numpy as np
 
     from ..errors import InputError, format_diagnostic
+    from ..interpreter import RunError, run as run_program
     from ..ir import StateType
     from ..model.io import read_model
-    from ..interpreter import RunError
     from ..model.weight_refs import WeightRefError
-    from ..interpreter import run as run_program
     output = _claim_output(args)
     model = read_model(args.model)
     fn = model.program.functions.get(args.function)
@@ -193,6 +192,7 @@ def _named(spec: str, limits):
     name = name.lstrip("%")
     if value.endswith(".npy"):
         import io
+
         from ..files import read_regular
         data = read_regular(value)     # a missing or unreadable file says so itself
         if not data.startswith(b"\x93NUMPY"):

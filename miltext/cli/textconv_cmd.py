@@ -7,8 +7,8 @@ git runs it once per file version, often on a temporary copy with nothing beside
 shows no digests beside blob references (the weight file's own text shows them), and it never
 fails: a file it cannot read becomes one line saying so, with the file's size and digest.
 """
-from . import write_stdout
 from ..model.file_text import textconv_text
+from . import write_stdout
 
 
 def add_arguments(p) -> None:

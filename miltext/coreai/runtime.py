@@ -39,6 +39,7 @@ def parse(text: str):
 def save(text: str, path: str) -> None:
     """Write the module's text as the `.aimodel` folder `path` (which must not exist)."""
     from pathlib import Path
+
     from coreai._compiler.passmanager import PassManager
     program = parse(text)
     module = program._module._mlir_module

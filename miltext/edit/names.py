@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..text.lexemes import var as spelt
-from . import features
-from . import scope
+from . import features, scope
 from .scope import EditError, definitions
 
 

@@ -67,8 +67,7 @@ _SCALAR = object()   # marks a placeholder that stands for a rank-0 input
 def _argument(t, value, const: bool, name: str, placeholders: dict, symbols: dict, op):
     """The builder's argument for one input binding; `symbols` gives each of miltext's Syms
     one coremltools symbol, so that sizes shared by inputs stay shared."""
-    from coremltools.converters.mil.mil import get_new_symbol
-    from coremltools.converters.mil.mil import types as ct_types
+    from coremltools.converters.mil.mil import get_new_symbol, types as ct_types
 
     if isinstance(t, TensorType) and t.dtype not in _coremltools_dtypes():
         raise InferenceError.at(op.loc, f"cannot infer the output types of {op.type}: coremltools has "
@@ -124,8 +123,7 @@ class _Sizes:
 
 
 def _sizes(value, dtype: str, name: str, placeholders: dict, symbols: dict) -> _Sizes:
-    from coremltools.converters.mil.mil import get_new_symbol
-    from coremltools.converters.mil.mil import types as ct_types
+    from coremltools.converters.mil.mil import get_new_symbol, types as ct_types
     positions: dict = {}
     for v in value.reshape(-1):
         if isinstance(v, Sym) and v not in positions:

@@ -6,7 +6,6 @@ from ..ir import ListType, TensorType
 from .errors import InferenceError
 from .symbols import Sym, known
 
-
 # The most elements an op's output may hold: past it, a size is a mistake (a `fill` of
 # 2^31 - 1 by 2^31 - 1), which `run` could not allocate and Core ML would not load.
 MAX_ELEMENTS = 2 ** 31 - 1

@@ -1,12 +1,12 @@
 """MIL proto → object model. Every field and every set/unset distinction is kept."""
 from __future__ import annotations
 
-from ..lazy import LazyTable, numpy as np
 from google.protobuf.message import DecodeError
 
 from .. import dtypes
-from ..errors import ProgramError
 from ..bulk import bulk
+from ..errors import ProgramError
+from ..lazy import LazyTable, numpy as np
 from ..proto import schema
 from . import unknown
 from .program import Block, Function, Operation, Program, Var

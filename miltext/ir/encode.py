@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..errors import ProgramError
 from ..bulk import bulk
+from ..errors import ProgramError
 from ..proto import schema
 from . import fastencode, unknown
 from .types import MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType, TupleType, UnknownType

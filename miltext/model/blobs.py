@@ -6,11 +6,11 @@ import os
 import re
 from dataclasses import dataclass
 
+from ..errors import InputError
+from ..files import UnsafePathError, join_inside
 from ..ir import Blob, StateType, TensorType
 from ..ir.walk import operations
 from ..text.blob_layout import values
-from ..errors import InputError
-from ..files import UnsafePathError, join_inside
 from .weights import WeightFileError, WeightReader
 
 MODEL_PATH = "@model_path/"

@@ -18,7 +18,7 @@ def is_checkpoint(path: str) -> bool:
 
 
 def describe_checkpoint(path: str) -> str:
-    from .weight_headers import _npy, _Safetensors   # here: a model's textconv needs neither
+    from .weight_headers import _npy, _Safetensors  # here: a model's textconv needs neither
     with open_regular(path, "checkpoint") as f:
         size = os.fstat(f.fileno()).st_size
         if path.lower().endswith(".npy"):
@@ -41,7 +41,7 @@ def _type(header) -> str:
 
 
 def _digest(f, offset: int, size: int) -> str:
-    import hashlib   # here: git runs textconv once per file version, so start-up counts
+    import hashlib  # here: git runs textconv once per file version, so start-up counts
 
     from .weights import DIGEST_LENGTH
     h = hashlib.sha256()

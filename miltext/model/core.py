@@ -27,8 +27,7 @@ class Model:
     @property
     def program(self) -> Program:
         if self._program is None and self._program_proto is not None:
-            from ..errors import ProgramError
-            from ..errors import InputError
+            from ..errors import InputError, ProgramError
             from ..ir import Program
             try:
                 self._program = Program.from_proto(self._program_proto)
@@ -55,8 +54,8 @@ class Model:
     def full_spec(self):
         """The Model message with its program; a description derived (as coremltools derives
         one) when the model has none. Raises ProgramError, DescriptionError."""
-        from .derive import derived_spec
         from ..proto import schema
+        from .derive import derived_spec
         spec = schema.Model()
         spec.CopyFrom(self.spec if self.spec is not None else derived_spec(self.program))
         spec.mlProgram.CopyFrom(self.program.to_proto(strict=True))

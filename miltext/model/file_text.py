@@ -53,7 +53,8 @@ HASHED = 1 << 28   # the largest file whose digest textconv shows: git waits for
 def _unreadable(path: str, error: Exception) -> str:
     """One line saying why, then the size and digest of a regular file (a pipe or a device is
     not read: it could block for ever or never end)."""
-    import hashlib   # here: git runs textconv once per file, so start-up counts
+    import hashlib  # here: git runs textconv once per file, so start-up counts
+
     from ..errors import InputError
     from ..files import open_regular
     reason = str(error).split("\n")[0].replace(path, "").lstrip(": ") or type(error).__name__

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
+from ..errors import InputError
 from ..files import atomic_folder
 from ..progress import Silent
-from ..errors import InputError
 from .blobs import Weights, files_to_copy
 from .io import read_model, write_model
 from .package import copy_file

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
-from ..errors import ProgramError, format_diagnostic
+from ..errors import InputError, ProgramError, format_diagnostic
 from ..files import claim_output, write_atomic
 from ..progress import Silent
-from ..errors import InputError
 from .core import Model
 from .mlmodel import model_to_bytes, read_mlmodel
 from .package import OWNED, is_package, read_package, write_package
@@ -67,6 +66,7 @@ def _read_stdin() -> Model:
     """MIL text on stdin (or a serialized program, when it is not UTF-8); `@model_path` is the
     current folder."""
     import sys
+
     from .text import parse_model
     data = sys.stdin.buffer.read()
     folder = os.getcwd()
@@ -80,7 +80,7 @@ def _read_stdin() -> Model:
 def write_model(model: Model, path: str, progress=None, kind: str | None = None) -> None:
     """Write `model` as the `kind` of file `path` names (or as `kind`). A package gets the
     weight files of `model.folder`, each blob checked first; a .mlmodel or .pb cannot carry them."""
-    from .derive import DescriptionError   # here: reading (git's textconv) needs neither
+    from .derive import DescriptionError  # here: reading (git's textconv) needs neither
     from .weight_refs import WeightRefError
     progress = progress or Silent()
     kind = kind or kind_of(path)

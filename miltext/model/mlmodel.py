@@ -9,9 +9,9 @@ import os
 
 from google.protobuf.message import DecodeError
 
-from ..proto import schema
 from ..errors import InputError
 from ..files import read_regular
+from ..proto import schema
 from .core import Model
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..files import UnsafePathError, atomic_folder, join_inside, open_regular, read_regular
 from ..errors import InputError
+from ..files import UnsafePathError, atomic_folder, join_inside, open_regular, read_regular
 from .core import Model
 from .mlmodel import model_to_bytes, read_mlmodel
 
@@ -100,7 +100,7 @@ def read_package(path: str) -> Model:
 def write_package(model: Model, path: str, progress) -> None:
     """Write `model` as a package at `path`, with the weight files of `model.folder`, each blob
     checked against its type first."""
-    from . import weight_refs     # here: reading a package (git's textconv) needs none of them
+    from . import weight_refs  # here: reading a package (git's textconv) needs none of them
     from .blobs import Weights, files_to_copy
     from .weights import WeightWriter
     # npy(...) and safetensors(...) values: their tensors go after the blobs of weight.bin
@@ -162,5 +162,5 @@ def _identifiers(path: str) -> dict:
 
 
 def _identifier(item: str) -> str:
-    import uuid   # here, not at the top: textconv's start-up (see miltext.lazy)
+    import uuid  # here, not at the top: textconv's start-up (see miltext.lazy)
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"miltext:{item}"))

@@ -16,11 +16,10 @@ not know ride along as `unknownFields=` bytes, so the text always gives back the
 """
 from __future__ import annotations
 
-from ..lazy import numpy as np
-
 from ..dtypes import by_name
 from ..errors import ParseError
 from ..ir import StateType, TensorType, Value
+from ..lazy import numpy as np
 from ..text import lexemes
 from ..text.mil.printer import type_text, value_text
 from ..text.section_syntax import Call, Feature, Section

@@ -19,14 +19,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..lazy import numpy as np
-
 from .. import dtypes, packing
+from ..blob_storage import BLOB_CODES, HEADER_SIZE, RECORD_SIZE, align
 from ..errors import InputError
 from ..files import UnreadableError, open_regular
 from ..ir import Blob, StateType, TensorType, WeightRef
+from ..lazy import numpy as np
 from ..text.blob_layout import values as program_values
-from ..blob_storage import BLOB_CODES, HEADER_SIZE, RECORD_SIZE, align
 from .weight_headers import Headers, TensorHeader, WeightFileProblem
 
 CHUNK_BYTES = 1 << 25          # what is read at a time from a large tensor

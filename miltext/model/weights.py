@@ -7,12 +7,11 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from ..lazy import numpy as np
-
 from .. import dtypes, packing
-from ..files import atomic_file, open_regular
-from ..errors import InputError
 from ..blob_storage import BLOB_CODES, HEADER, RECORD, SENTINEL, VERSION, align
+from ..errors import InputError
+from ..files import atomic_file, open_regular
+from ..lazy import numpy as np
 
 _DTYPE_OF_CODE = {code: name for name, code in BLOB_CODES.items()}
 DIGEST_LENGTH = 8  # hex digits of sha256 shown beside a blob reference
@@ -151,7 +150,7 @@ class WeightReader:
     def digest(self, offset: int) -> str:
         """A short sha256 of the blob's data: enough to see in a diff that it changed."""
         info = self.info(offset)
-        import hashlib   # here, not at the top: textconv's start-up (see miltext.lazy)
+        import hashlib  # here, not at the top: textconv's start-up (see miltext.lazy)
         h = hashlib.sha256()
         at, end = info.data_offset, info.data_offset + info.size
         while at < end:

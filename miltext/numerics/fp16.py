@@ -222,8 +222,8 @@ def check(session32, session16, inputs: dict, function: str = "main", budget: fl
     """The causes (each with its consequences), in program order, of running `session16` (the
     fp16 copy) where `session32` gives the reference. The fp16 run goes first and keeps its
     float values (mostly fp16: half the bytes of fp32's) until the fp32 run reaches the same op."""
-    from ..interpreter.evaluator import _reads
     from ..interpreter import RunError
+    from ..interpreter.evaluator import _reads
     from ..interpreter.limits import Limits, size_text
     limits = Limits(timeout, max_memory)
     halves, held = {}, [0]

@@ -97,7 +97,7 @@ def _model_size(path: str | None) -> int | None:
     if not os.path.isdir(path):
         return os.stat(path).st_size
     total, seen = 0, 0
-    for root, dirs, names in os.walk(path):
+    for root, _dirs, names in os.walk(path):
         for name in names:
             seen += 1
             if seen > MAX_FILES:

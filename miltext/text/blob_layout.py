@@ -13,8 +13,8 @@ program's bytes are exactly those it was printed from.
 from __future__ import annotations
 
 from .. import dtypes, ops
-from ..ir import Blob, DictData, ListData, StateType, TensorType, TupleData
 from ..blob_storage import HEADER_SIZE, RECORD_SIZE, align
+from ..ir import Blob, DictData, ListData, StateType, TensorType, TupleData
 
 
 def data_bytes(vtype) -> int | None:

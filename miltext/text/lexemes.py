@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..lazy import numpy as np
-
 from .. import packing
 from ..dtypes import DType
 from ..ir.values import decode_tensor
+from ..lazy import numpy as np
 from . import lexicon
 
 # Words the grammar gives a meaning; a name spelled like one of them is printed quoted.

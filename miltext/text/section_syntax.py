@@ -2,7 +2,8 @@
 anything gives them a meaning (`miltext.model.section` turns them into a model description)."""
 from __future__ import annotations
 
-from types import SimpleNamespace   # not dataclasses: git's textconv prints sections, and
+from types import SimpleNamespace  # not dataclasses: git's textconv prints sections, and
+
                                    # dataclasses (with inspect) is a tenth of its start-up
 
 

@@ -23,6 +23,13 @@ def binary(low, name: str, a, b, dtype: str | None = None, hint: str = "v"):
     return low.emit(f"coreai.decomposable.broadcasting_{name}", [a, b], out, hint=hint)
 
 
+def where(low, c, a, b, out: tuple, hint: str = "v"):
+    """a where c, else b (c bool), broadcasting as MIL's select does."""
+    if c.shape == a.shape == b.shape:
+        return low.emit("where", [c, a, b], out, hint=hint)
+    return low.emit("coreai.decomposable.broadcasting_where", [c, a, b], out, hint=hint)
+
+
 def reshape(low, v, shape, hint: str = "v"):
     shape = tuple(int(d) for d in shape)
     if shape == v.shape:

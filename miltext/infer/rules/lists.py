@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ...ir import ListType, TensorType
 from ..errors import InferenceError
-from ..registry import rule
 from ..operands import misfit
+from ..registry import rule
 from ..shapes import MAX_ELEMENTS, tensor
 from ..symbols import Sym
 

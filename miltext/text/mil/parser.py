@@ -16,13 +16,14 @@ from lark.exceptions import UnexpectedInput
 from ...bulk import bulk
 from ...errors import ParseError
 from ...ir import Function, Operation, Program
-from .builder import MAX_BLOCK_DEPTH, _Builder
 from ..building import located
 from ..grammars import cache_path, grammar_text
 from ..lexemes import LiteralError
 from ..messages import describe_expected
 from ..options import READ, ReadOptions
 from ..parse_errors import BuildFailure, collect_errors, mil_hint, source_line  # noqa: F401 - source_line is public here
+from .builder import MAX_BLOCK_DEPTH, _Builder
+
 
 class _Tracker:
     """Lark post-lexer that, when asked, remembers the latest token, so that an error found

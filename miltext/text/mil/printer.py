@@ -13,9 +13,26 @@ import base64
 
 from ... import dtypes, ops, packing
 from ...bulk import bulk
-from ...ir import (MISSING, UNSET_DIM, VARIADIC, Blob, DictData, DictType, Elided, EmptyImmediate,
-                   ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType,
-                   UnknownType, Value, WeightRef)
+from ...ir import (
+    MISSING,
+    UNSET_DIM,
+    VARIADIC,
+    Blob,
+    DictData,
+    DictType,
+    Elided,
+    EmptyImmediate,
+    ListData,
+    ListType,
+    StateType,
+    TensorData,
+    TensorType,
+    TupleData,
+    TupleType,
+    UnknownType,
+    Value,
+    WeightRef,
+)
 from ...ir.values import DEFAULT_WEIGHT_FILE
 from .. import blob_layout, lexemes
 

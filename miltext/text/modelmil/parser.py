@@ -18,17 +18,33 @@ from lark.exceptions import UnexpectedInput
 from ... import dtypes
 from ...bulk import bulk
 from ...errors import ParseError
-from ...ir import (Blob, Block, DictData, DictType, Function, ListData, ListType, Operation,
-                   Program, StateType, TensorData, TensorType, TupleData, TupleType, Value, Var)
+from ...ir import (
+    Blob,
+    Block,
+    DictData,
+    DictType,
+    Function,
+    ListData,
+    ListType,
+    Operation,
+    Program,
+    StateType,
+    TensorData,
+    TensorType,
+    TupleData,
+    TupleType,
+    Value,
+    Var,
+)
 from ...ir.values import encode_tensor
 from .. import lexemes
-from ..literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
-from ..options import READ, ReadOptions
-from ..messages import describe_expected
-from .words import KEYWORDS, OPSET_OF_IOS, looks_like_modelmil, name_problem, op_type_problem
-from ..grammars import cache_path, grammar_text
 from ..building import Attrs, Bindings, TextBuilder, fail, located
+from ..grammars import cache_path, grammar_text
+from ..literals import DictLit, Group, ListLit, LiteralError, _flatten, elements
+from ..messages import describe_expected
+from ..options import READ, ReadOptions
 from ..parse_errors import BuildFailure, LocatedError, collect_errors, place_of, source_line
+from .words import KEYWORDS, OPSET_OF_IOS, looks_like_modelmil, name_problem, op_type_problem
 
 # What parse_fragment reads: a whole op line, an op's call, a type, a typed value.
 FRAGMENTS = ("operation", "call", "type", "value")

@@ -13,8 +13,21 @@ from __future__ import annotations
 from ... import dtypes
 from ...bulk import bulk
 from ...errors import ProgramError
-from ...ir import (MISSING, Blob, DictData, DictType, ListData, ListType, StateType, TensorData,
-                   TensorType, TupleData, TupleType, VARIADIC, Value)
+from ...ir import (
+    MISSING,
+    VARIADIC,
+    Blob,
+    DictData,
+    DictType,
+    ListData,
+    ListType,
+    StateType,
+    TensorData,
+    TensorType,
+    TupleData,
+    TupleType,
+    Value,
+)
 from .. import lexemes
 from .words import IOS_OF_OPSET, VERSION_1_0, VERSION_1_3, name_problem, op_type_problem, read_version, text_version
 
@@ -98,7 +111,7 @@ class _Printer:
             try:
                 self._function(name, fn, lines)
             except _Cannot as e:
-                raise e.within(f"function {name!r}", fn.loc)
+                raise e.within(f"function {name!r}", fn.loc) from None
         lines.append("}")
         return "\n".join(lines)
 
@@ -133,7 +146,7 @@ class _Printer:
                 for nested in op.blocks:
                     self._nested(nested, inner + STEP, lines)
             except _Cannot as e:
-                raise e.within(f"op {op.name!r} ({op.type})" if op.name else f"op {op.type}", op.loc)
+                raise e.within(f"op {op.name!r} ({op.type})" if op.name else f"op {op.type}", op.loc) from None
         outputs = ", ".join(self._name(o) for o in block.outputs)
         lines.append(f"{indent}{STEP}}} -> ({outputs});")
 
@@ -162,7 +175,7 @@ class _Printer:
                 return self._binding(bindings[0])
             return "(" + ", ".join(self._binding(b) for b in bindings) + ")"
         except _Cannot as e:
-            raise e.within(f"input {key!r}")
+            raise e.within(f"input {key!r}") from None
 
     def _binding(self, b) -> str:
         if type(b) is str:
@@ -177,7 +190,7 @@ class _Printer:
             try:
                 parts.append(f"{self._name(key)} = {self.value(attrs[key])}")
             except _Cannot as e:
-                raise e.within(f"{what} {key!r}")
+                raise e.within(f"{what} {key!r}") from None
         return "[" + ", ".join(parts) + "]"
 
     def _decl(self, v, what: str) -> str:
