@@ -19,10 +19,10 @@ CONVERSIONS = os.path.join(HERE, "corpus", "conversions")
 PORTED = ["bert", "bert_enumerated", "bert_fp32", "convnext", "efficientnet_flexible", "gpt2",
           "gpt2_built_mask", "gpt2_exported", "gpt2_int4_blockwise", "gpt2_int8", "gpt2_palettized",
           "gpt2_palettized_scaled", "mobilenet", "resnet", "resnet_enumerated", "resnet_int8_ios16",
-          "swin", "vit_exported", "whisper_encoder", "llama_kv_cache", "llama_multifunction"]
+          "swin", "vit_exported", "whisper_encoder", "llama_kv_cache", "llama_multifunction", "gru"]
 STATEFUL = {"llama_kv_cache", "llama_multifunction"}      # run over three steps, states carried
 # Those that do not, and the op (or the reason) the error names.
-REFUSED = {"detr": "tile gives", "vit_flexible_batch": "which is not static", "gru": "while_loop", "lstm": "lstm", "unet": "upsample_bilinear",
+REFUSED = {"detr": "tile gives", "vit_flexible_batch": "which is not static", "lstm": "lstm", "unet": "upsample_bilinear",
            "gpt2_pruned": "constexpr_sparse_to_dense", "gpt2_pruned_palettized": "constexpr_lut_to_sparse"}
 
 
@@ -145,10 +145,31 @@ def test_a_conversion_that_does_not_port_names_why(name, tmp_path, capsys):
 
 def test_an_op_without_lowering_is_named_at_its_line(tmp_path, capsys):
     coreai()
-    path = os.path.join(EXAMPLES, "while_loop.mil")
+    path = os.path.join(EXAMPLES, "list_ops.mil")
     assert main(["port", path, "-o", str(tmp_path / "w.aimodel")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"{path}:4:5: error: while_loop has no Core AI lowering") and "^" in err
+    assert err.startswith(f"{path}:8:5: error: make_list has no Core AI lowering") and "^" in err
+
+
+@pytest.mark.parametrize("pred", ["True", "False"])
+def test_cond_ports_as_if_and_where_on_either_branch(pred, tmp_path, capsys):
+    coreai()
+    out = tmp_path / "c.aimodel"
+    assert main(["port", os.path.join(EXAMPLES, "control_flow.mil"), "-o", str(out), "-i", f"pred=[{pred}]"]) == 0
+    report = errors_of(capsys.readouterr().out)
+    assert set(report) == {"cond_0_0", "cond_0_1", "cond_1"} and all(e == 0 for e, _ in report.values())
+    text = _printed(out)
+    assert "coreai.if %" in text and "_where %" in text   # cond_1 only picks a value
+
+
+@pytest.mark.parametrize("path", ["while_loop.mil", "gated_loop/model.mil"])
+def test_a_while_loop_ports_as_while(path, tmp_path, capsys):
+    coreai()
+    out = tmp_path / "w.aimodel"
+    assert main(["port", os.path.join(EXAMPLES, path), "-o", str(out), "-i", "steps=[3]"] if "gated" in path
+                else ["port", os.path.join(EXAMPLES, path), "-o", str(out)]) == 0
+    assert errors_of(capsys.readouterr().out)
+    assert "coreai.while %" in _printed(out)
 
 
 @pytest.mark.parametrize("name", ["palettized", "int4"])

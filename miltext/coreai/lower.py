@@ -58,6 +58,7 @@ class Lowering:
         self._names: set = set()
         self._consts: dict = {}                 # MIL name -> the constant written for it
         self.handles: dict = {}                 # MIL state name -> its Handle (lowerings/states)
+        self.depth = 0                          # regions (of if/while) being written
         self.indent = "    "
 
     # ---- names and lines ----
@@ -197,6 +198,31 @@ class Lowering:
             self.op(op)
         return [self.value_of(name) if name in self.values or name in self.known
                 else self._undefined(name) for name in block.outputs]
+
+    def region(self, block, args: list, finish) -> str:
+        """The text of one region of a `coreai.if`/`coreai.while`: `block` lowered inside it, its
+        inputs bound to block arguments typed as `args` (CValues), ended by the terminator
+        `finish(arguments, outputs)` gives as (op name, values). Constants written inside stay
+        inside: the region does not dominate what follows it."""
+        saved_lines, saved_consts, saved_indent = self.lines, self._consts, self.indent
+        self.lines, self._consts = [], dict(self._consts)
+        self.indent = saved_indent + "  "
+        self.depth += 1
+        try:
+            params = []
+            for var, like in zip(block.inputs, args):
+                params.append(CValue(self.fresh(var.name), like.dtype, like.shape))
+                self.types[var.name] = var.type
+                self.values[var.name] = params[-1]
+            name, values = finish(params, self.block(block))
+            self.lines.append(self.indent + mlir.op_line(None, name, [v.ssa for v in values],
+                                                         [v.type for v in values], []))
+            head = (f"{saved_indent}^bb0({', '.join(f'{v.ssa}: {v.type}' for v in params)}):\n"
+                    if params else "")
+            return head + "\n".join(self.lines)
+        finally:
+            self.lines, self._consts, self.indent = saved_lines, saved_consts, saved_indent
+            self.depth -= 1
 
     def _undefined(self, name):
         raise PortError(f"the block's output %{name} is not defined")

@@ -3,13 +3,12 @@ functions with `@lowers("op", ...)`. A lowering takes the function's Lowering (s
 and the MIL op, and binds the op's outputs to Core AI values."""
 from __future__ import annotations
 
-from ..op_families import family_of, load
+from ..op_families import OpTable, family_of
 
 # The MIL opsets whose ops are lowered (their spellings: the iOS15..iOS18 op definitions).
 OPSETS = ("CoreML5", "CoreML6", "CoreML7", "CoreML8")
 
-LOWERINGS: dict = {}
-_LOADED = False
+LOWERINGS = OpTable(f"{__package__}.lowerings")
 
 
 def lowers(*op_types: str):
@@ -22,12 +21,9 @@ def lowers(*op_types: str):
 
 def lowering(op_type: str):
     """The lowering of `op_type`, or None."""
-    global _LOADED
-    _LOADED = _LOADED or load(f"{__package__}.lowerings")
-    return LOWERINGS.get(op_type)
+    return LOWERINGS.find(op_type)
 
 
 def table() -> dict:
     """op type -> family, for --list-ops and the docs."""
-    lowering("const")
-    return {t: family_of(fn) for t, fn in sorted(LOWERINGS.items())}
+    return {t: family_of(fn) for t, fn in sorted(LOWERINGS.full().items())}
