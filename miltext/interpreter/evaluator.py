@@ -16,6 +16,7 @@ from .. import dtypes
 from ..errors import InputError
 from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, Value, WeightRef
 from ..ir.walk import blocks, operations
+from . import blas_threads
 from .args import Args, Literal
 from .errors import RunError
 from .limits import BIG, Limits, size_text
@@ -85,7 +86,7 @@ class Evaluator:
                 raise RunError(f"input %{var.name} is not given", var.loc)
             env[var.name] = _as_input(var, inputs[var.name])
         try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
+            with np.errstate(all="ignore"), warnings.catch_warnings(), blas_threads.for_run():
                 warnings.simplefilter("ignore", RuntimeWarning)    # NaN and inf are answers here
                 outputs = self.block(fn.block, env, fn.opset)
         finally:

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..errors import RunError
+from ..blas_threads import sized
 from ..registry import kernel
 from .linear import wide
 
@@ -69,17 +70,17 @@ def correlate(padded, weight, strides, dilations, groups: int):
     band = max(1, _WINDOW_BUDGET // max(c * k * rest * win.itemsize, 1))
     # (C, *out, *k) -> (C, *k, *out): each window's elements beside their channel
     order = (0,) + tuple(range(1 + n_spatial, 1 + 2 * n_spatial)) + tuple(range(1, 1 + n_spatial))
-    for i in range(n):
-        flat = y[i].reshape(groups, og, -1)
-        for top in range(0, out[0], band):
-            rows = min(band, out[0] - top)
-            part = win[i][:, top:top + rows].transpose(order)           # C, *k, rows, *out[1:]
-            cols = part.reshape(groups, cg * k, rows * rest)
-            at = slice(top * rest, (top + rows) * rest)
-            if rows == out[0]:
-                np.matmul(w, cols, out=flat)
-            else:
-                flat[:, :, at] = np.matmul(w, cols)
+    with sized(n * o_total * cg * k * math.prod(out)):
+        for i in range(n):
+            flat = y[i].reshape(groups, og, -1)
+            for top in range(0, out[0], band):
+                rows = min(band, out[0] - top)
+                part = win[i][:, top:top + rows].transpose(order)           # C, *k, rows, *out[1:]
+                cols = part.reshape(groups, cg * k, rows * rest)
+                if rows == out[0]:
+                    np.matmul(w, cols, out=flat)
+                else:
+                    flat[:, :, top * rest:(top + rows) * rest] = np.matmul(w, cols)
     return y
 
 

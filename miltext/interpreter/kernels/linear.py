@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blas_threads import sized
 from ..registry import kernel
 
 
@@ -17,10 +18,11 @@ def wide(x):
 def linear(a):
     x, weight = np.asarray(a("x")), wide(a("weight"))
     xw = wide(x)
-    if xw.ndim > 2 and xw.flags.c_contiguous:    # one matrix product, not one per leading index
-        y = (xw.reshape(-1, xw.shape[-1]) @ weight.T).reshape(xw.shape[:-1] + weight.shape[:1])
-    else:
-        y = xw @ weight.T
+    with sized(xw.size * (weight.shape[0] if weight.ndim == 2 else 1)):
+        if xw.ndim > 2 and xw.flags.c_contiguous:    # one matrix product, not one per leading index
+            y = (xw.reshape(-1, xw.shape[-1]) @ weight.T).reshape(xw.shape[:-1] + weight.shape[:1])
+        else:
+            y = xw @ weight.T
     bias = a("bias", None)
     if bias is not None:
         bias = wide(bias)
@@ -40,7 +42,8 @@ def matmul(a):
         x = np.swapaxes(x, -1, -2) if x.ndim > 1 else x
     if a.scalar("transpose_y", False):
         y = np.swapaxes(y, -1, -2) if y.ndim > 1 else y
-    return np.matmul(x, y).astype(out_dtype, copy=False)
+    with sized(max(x.size * (y.shape[-1] if y.ndim > 1 else 1), y.size * (x.shape[-2] if x.ndim > 1 else 1))):
+        return np.matmul(x, y).astype(out_dtype, copy=False)
 
 
 @kernel("einsum")

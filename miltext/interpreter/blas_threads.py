@@ -1,0 +1,69 @@
+"""NumPy's BLAS threads used when there are cores for them. BLAS threads wait for each other
+within every product, so a second thread pays only when the product is big enough to share and
+a core is free to run it: a product too small (below SMALL multiply-adds) runs on one thread,
+and so does a whole run on a machine whose cores are all busy (its 1-minute load at or above
+their count), where the second thread would wait its turn at each product. Otherwise products
+keep every thread the BLAS was given. Works where NumPy's BLAS is the OpenBLAS its wheels
+bundle (the count set for the calling thread only); elsewhere it changes nothing."""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from contextlib import nullcontext
+from functools import cache
+
+SMALL = 1 << 22          # multiply-adds: below this a product runs on one thread
+
+
+@cache
+def _local_setter():
+    """OpenBLAS's openblas_set_num_threads_local (it returns the count it replaces), or None."""
+    import numpy as np
+    folder = os.path.dirname(os.path.abspath(np.__file__))
+    for path in sorted(glob.glob(os.path.join(folder + ".libs", "lib*openblas*.so*"))
+                       + glob.glob(os.path.join(folder, ".dylibs", "lib*openblas*.dylib"))):
+        try:
+            fn = ctypes.CDLL(path).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+        return fn
+    return None
+
+
+class _OneThread:
+    __slots__ = ("setter", "before")
+
+    def __init__(self, setter):
+        self.setter, self.before = setter, 0
+
+    def __enter__(self):
+        self.before = self.setter(1)
+        return self
+
+    def __exit__(self, *exc):
+        self.setter(self.before)
+
+
+def busy() -> bool:
+    """Whether every core this process may use is taken (by the 1-minute load average)."""
+    try:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return os.getloadavg()[0] >= cores
+    except (OSError, AttributeError):       # no load average here (Windows)
+        return False
+
+
+def for_run():
+    """A context for one run: one BLAS thread throughout when the machine is busy."""
+    setter = _local_setter() if busy() else None
+    return nullcontext() if setter is None else _OneThread(setter)
+
+
+def sized(macs: int):
+    """A context for a product of `macs` multiply-adds: one BLAS thread when it is small."""
+    if macs >= SMALL:
+        return nullcontext()
+    setter = _local_setter()
+    return nullcontext() if setter is None else _OneThread(setter)
