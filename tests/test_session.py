@@ -161,3 +161,24 @@ def test_an_op_writes_into_a_dying_input_only_when_nothing_else_holds_it():
         np.testing.assert_array_equal(out["g"], np.maximum(w, 0))
         np.testing.assert_array_equal(x, before)        # the caller's input is never written
     assert ids["c"] == ids["d"] and ids["b"] != ids["a"]    # %a is read after relu: kept apart
+
+
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+def test_attention_is_the_definition_head_by_head(mask):
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.normal(size=(2, 3, 5, 4)).astype(np.float32) for _ in range(3))
+    m = {"bool": np.tril(np.ones((5, 5), bool)), "float": rng.normal(size=(5, 5)).astype(np.float32)}.get(mask)
+    want = np.zeros((2, 3, 5, 4))
+    for b in range(2):
+        for h in range(3):        # the definition, one head at a time
+            s = q[b, h].astype(np.float64) @ k[b, h].T.astype(np.float64) / 2.0
+            if m is not None:
+                s = np.where(m, s, -np.inf) if m.dtype == bool else s + m
+            e = np.exp(s - s.max(-1, keepdims=True))
+            want[b, h] = e / e.sum(-1, keepdims=True) @ v[b, h]
+    args = "query=%q, key=%k, value=%v" + (", attn_mask=%m" if m is not None else "")
+    mtype = "" if m is None else f", %m: (5, 5, {'bool' if m.dtype == bool else 'fp32'})"
+    text = (f"main[CoreML8](%q: (2, 3, 5, 4, fp32), %k: (2, 3, 5, 4, fp32), %v: (2, 3, 5, 4, fp32){mtype}) {{\n"
+            f'  block0() {{\n    %y: (2, 3, 5, 4, fp32) = scaled_dot_product_attention({args}, name="y")\n  }} -> (%y)\n}}\n')
+    inputs = {"q": q, "k": k, "v": v} | ({} if m is None else {"m": m})
+    np.testing.assert_allclose(run(miltext.loads(text), inputs)["y"], want, rtol=1e-5, atol=1e-6)
