@@ -79,6 +79,14 @@ class Server:
         self.next_id = 0
         threading.Thread(target=self._read, daemon=True).start()
 
+    @classmethod
+    def started(cls, command: list[str], env=None, cwd=None) -> Server:
+        """A server past the LSP handshake (initialize, initialized), ready for documents."""
+        s = cls(command, env, cwd)
+        s.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
+        s.send({"method": "initialized", "params": {}})
+        return s
+
     def _read(self):
         while (message := read_message(self.proc.stdout)) is not None:
             self.inbox.put((time.perf_counter(), message))
@@ -167,9 +175,7 @@ def measure(command, env, cwd, path: Path, dialect: str, reps: int) -> dict:
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     uri = path.as_uri()
-    s = Server(command, env, cwd)
-    s.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
-    s.send({"method": "initialized", "params": {}})
+    s = Server.started(command, env, cwd)
     before = s.idle_rss()
     version = 1
     start = time.perf_counter()

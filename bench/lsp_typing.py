@@ -75,9 +75,7 @@ def measure(command, env, cwd, path: Path, reps: int) -> dict:
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     uri = path.as_uri()
-    s = Server(command, env, cwd)
-    s.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
-    s.send({"method": "initialized", "params": {}})
+    s = Server.started(command, env, cwd)
     version = 1
     sent = time.perf_counter()
     s.send({"method": "textDocument/didOpen", "params": {"textDocument": {

@@ -40,6 +40,25 @@ def load(package: str) -> bool:
     return True
 
 
+class OpTable(dict):
+    """A registry's table, op type -> what its family modules register: they are imported (by
+    `load`) on the first lookup, so building the table costs nothing until it is asked."""
+
+    def __init__(self, package: str):
+        super().__init__()
+        self.package, self.loaded = package, False
+
+    def find(self, op_type: str, default=None):
+        if not self.loaded:
+            self.loaded = load(self.package)
+        return self.get(op_type, default)
+
+    def full(self) -> OpTable:
+        """The table with every family module loaded."""
+        self.find("")
+        return self
+
+
 def family_of(fn) -> str:
     """The family of a registered function: the name of the module that defines it."""
     return fn.__module__.rsplit(".", 1)[-1]

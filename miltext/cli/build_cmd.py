@@ -20,10 +20,15 @@ NO_WEIGHTS = ""     # blob values not checked: the output does not carry weight 
 
 def add_arguments(p) -> None:
     p.add_argument("file", help="the .mil text to build (- reads it from stdin)")
-    p.add_argument("-o", "--output", required=True, help="the .mlpackage, .mlmodel or .pb to write")
+    add_output(p, "the .mlpackage, .mlmodel or .pb to write")
+    add_confine_refs(p)
+
+
+def add_output(p, what: str) -> None:
+    """-o and the options of writing a model, as build and pack take them."""
+    p.add_argument("-o", "--output", required=True, help=what)
     add_no_verify(p)
     add_force(p)
-    add_confine_refs(p)
 
 
 def add_no_verify(p) -> None:

@@ -5,15 +5,13 @@ text (--no-verify builds it anyway). Without a model section in model.mil, the m
 description derived from the main function, as `miltext build` does. The package is written
 into a temporary folder and renamed into place, so a failure leaves nothing half-written.
 """
-from .build_cmd import add_force, add_no_verify
+from .build_cmd import add_output
 from .check_cmd import add_confine_refs
 
 
 def add_arguments(p) -> None:
     p.add_argument("dir", help="a folder holding model.mil and weights/ (or a .mil file)")
-    p.add_argument("-o", "--output", required=True, help="the .mlpackage to write")
-    add_no_verify(p)
-    add_force(p)
+    add_output(p, "the .mlpackage to write")
     add_confine_refs(p)
 
 

@@ -10,7 +10,7 @@ from .. import dtypes
 from .. import ops as op_table
 from ..ir import TensorType, Value
 from .errors import InferenceError, Unsupported
-from .symbols import Sym, fully_known
+from .symbols import Sym, fully_known, known
 
 
 class TypeScope:
@@ -97,6 +97,14 @@ class Operands:
         if not isinstance(t, TensorType) or t.rank is not None:
             raise Unsupported(f"input {key!r} is not a tensor of known rank")
         return t
+
+    def shape_length(self, key: str) -> int:
+        """The length of the shape input `key` (the rank it gives) when its values are not known;
+        Unsupported when its length is not known either."""
+        t = self.tensor(key)
+        if len(t.shape) != 1 or not known(t.shape[0]):
+            raise Unsupported("a shape of unknown length")
+        return t.shape[0]
 
     def values(self, key: str) -> list:
         return [self.scope.value(b) if isinstance(b, str) else value_array(b) if b is not None else None

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import functools
 
-from ..op_families import family_of, load
+from ..op_families import OpTable, family_of
 from .errors import InferenceError
 from .shapes import within_bounds
 
-_RULES: dict = {}      # op type -> (family, function)
-_FAMILIES = f"{__package__}.rules"     # one module of rules per op family
-_loaded = False
+_RULES = OpTable(f"{__package__}.rules")     # op type -> (family, function); a module per family
 
 
 # What a rule raises when an input is of a form it does not expect (a list for an axis, a
@@ -41,15 +39,9 @@ def rule(*op_types: str):
 
 def native(op_type: str):
     """(family, rule) for `op_type`, or None when no native rule covers it."""
-    global _loaded
-    if not _loaded:
-        _loaded = load(_FAMILIES)
-    return _RULES.get(op_type)
+    return _RULES.find(op_type)
 
 
 def covered() -> dict:
     """Op type -> family, for every op a native rule covers."""
-    global _loaded
-    if not _loaded:
-        _loaded = load(_FAMILIES)
-    return {op_type: family for op_type, (family, _) in _RULES.items()}
+    return {op_type: family for op_type, (family, _) in _RULES.full().items()}

@@ -40,24 +40,31 @@ def collect(msg) -> dict[str, bytes]:
     return found
 
 
-def _walk(msg, path: list, found: dict) -> None:
-    if not has_unknown(msg):
-        return
-    raw = unknown_bytes(msg)
-    if raw:
-        found[json.dumps(path)] = raw
+def parts(msg):
+    """The messages directly inside `msg`, each with the steps of the path to it (a field name,
+    then a map key or a list index where the field has them)."""
     for field, value in msg.ListFields():
         if field.message_type is None:
             continue
         if field.message_type.GetOptions().map_entry:
             if field.message_type.fields_by_name["value"].message_type is not None:
                 for key in sorted(value):
-                    _walk(value[key], path + [field.name, key], found)
+                    yield [field.name, key], value[key]
         elif field.is_repeated:
             for i, item in enumerate(value):
-                _walk(item, path + [field.name, i], found)
+                yield [field.name, i], item
         else:
-            _walk(value, path + [field.name], found)
+            yield [field.name], value
+
+
+def _walk(msg, path: list, found: dict) -> None:
+    if not has_unknown(msg):
+        return
+    raw = unknown_bytes(msg)
+    if raw:
+        found[json.dumps(path)] = raw
+    for steps, part in parts(msg):
+        _walk(part, path + steps, found)
 
 
 def apply(msg, table: dict) -> None:

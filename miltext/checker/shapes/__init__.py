@@ -5,10 +5,9 @@ known make it raise Unsupported (from Operands), and then it says nothing."""
 from __future__ import annotations
 
 from ...infer.symbols import Sym, concrete, known
-from ...op_families import load
+from ...op_families import OpTable
 
-_RULES: dict = {}      # op type -> [function]
-_loaded = False
+_RULES = OpTable(__name__)      # op type -> [function]
 
 
 class Mistake(Exception):
@@ -60,7 +59,4 @@ def rule(*op_types: str):
 
 
 def rules_for(op_type: str) -> list:
-    global _loaded
-    if not _loaded:
-        _loaded = load(__name__)
-    return _RULES.get(op_type, ())
+    return _RULES.find(op_type, ())

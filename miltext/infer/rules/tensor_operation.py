@@ -106,10 +106,7 @@ def fill(ops):
     value_type = ops.tensor("value")
     dims = ops.sizes("shape", default=None)
     if dims is None:
-        shape_type = ops.tensor("shape")
-        if len(shape_type.shape) != 1 or not known(shape_type.shape[0]):
-            raise Unsupported("a shape of unknown length")
-        dims = [None] * shape_type.shape[0]      # a shape of known length: the rank is known
+        dims = [None] * ops.shape_length("shape")      # a shape of known length: the rank is known
     return [tensor(value_type.dtype, dims)]
 
 

@@ -20,10 +20,7 @@ def reshape(ops):
     x = ops.tensor("x")
     target = ops.value("shape", required=False)
     if target is None:
-        shape_type = ops.tensor("shape")
-        if len(shape_type.shape) != 1 or not known(shape_type.shape[0]):
-            raise Unsupported("a shape of unknown length")
-        return [tensor(x.dtype, (None,) * shape_type.shape[0])]
+        return [tensor(x.dtype, (None,) * ops.shape_length("shape"))]
     dims = [d if isinstance(d, Sym) else int(d) for d in np.asarray(target).reshape(-1)]
     if sum(1 for d in dims if known(d) and d == -1) > 1:
         raise InferenceError(f"reshape to {dims} has more than one -1")
