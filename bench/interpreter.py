@@ -138,8 +138,9 @@ def activation_sizes(model: str) -> tuple[int, int]:
     import numpy as np
     sys.path.insert(0, ROOT)
     sys.path.insert(0, HERE)
-    import miltext
     from interpreter_models import paths
+
+    import miltext
     from miltext.model.io import read_model
     p = paths(model)
     m = read_model(p["mlpackage"])

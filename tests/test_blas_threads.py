@@ -48,7 +48,7 @@ def test_a_run_on_a_busy_machine_holds_to_one_thread(monkeypatch):
     before = setter(2)
     try:
         for load in (cores + 0.5, 0.0):
-            monkeypatch.setattr(os, "getloadavg", lambda: (load, 0.0, 0.0))
+            monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
             out = miltext.Session(program).run({"x": np.eye(64, dtype=np.float32)},
                                                observer=lambda *_: seen.append(local_threads(setter)))
             np.testing.assert_array_equal(out["y"], np.eye(64))

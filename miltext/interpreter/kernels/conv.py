@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ..errors import RunError
 from ..blas_threads import sized
+from ..errors import RunError
 from ..registry import kernel
 from .linear import wide
 
@@ -155,7 +155,7 @@ def conv_transpose(a):
         crop = [(p[2 * i], p[2 * i + 1]) for i in range(n)]
     elif pad_type in ("same", "same_lower"):
         crop = []
-        for size, k, s, d in zip(y.shape[2:], kernel_shape, strides, dilations):
+        for size, s in zip(y.shape[2:], strides):
             total = max(size - x.shape[2 + len(crop)] * s, 0)
             small, big = total // 2, total - total // 2
             crop.append((big, small) if pad_type == "same_lower" else (small, big))
