@@ -42,9 +42,10 @@ HAND_OPS = 1_870   # the transformer's ops whose shorthand is some 1,000 lines
 
 def texts() -> dict[str, Path]:
     """canonical and shorthand 10k (weights beside them), and the 1k-line hand-written file."""
-    import miltext
     import programs
     from verify import shorthand
+
+    import miltext
     canonical = models()["mil"]
     short, hand = OUT / "short" / "model.mil", OUT / "hand" / "model.mil"
     if not short.exists():

@@ -8,15 +8,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-import miltext
-
 from . import checking
 from .actions import suggestion_in
 from .document import Reading
+from .document_text import Source
 from .index import Index
 from .inference import Types
-from .outline import outline
-from .document_text import Source
+from .outline import Outlines, outline
 
 
 @dataclass(slots=True)
@@ -49,6 +47,8 @@ class Analysis:
         self.complete = False    # whether the check findings come from a check of the whole program
         # the inferred types, op by op when asked, from those of the analysis before
         self.types = Types(self, previous.types if previous is not None else None)
+        # the outline's JSON, op by op, from that of the analysis before
+        self.outlines = Outlines(self.reading, previous.outlines if previous is not None else None)
 
     @property
     def files(self) -> checking.Files:
@@ -67,6 +67,10 @@ class Analysis:
         """Worked out each time asked (a client asks once for each text): kept, it would be as
         big as the program."""
         return [] if self.program is None else outline(self.program, self.source, self.modelmil)
+
+    def outline_json(self) -> str:
+        """The outline as LSP's DocumentSymbol[] JSON, in code points (for a plain text)."""
+        return "[]" if self.program is None else self.outlines.json(self.program, self.source, self.modelmil)
 
     # ---- findings ----
     def findings(self, complete: bool = False) -> list[Finding]:
@@ -242,7 +246,7 @@ def warm_up() -> None:
         a.hover_op(an_op)
         a.references(a_var)
         complete(a, an_op)
-        a.outline
+        a.outline_json()
         try:
             a.formatted()
         except CannotFormat:

@@ -51,6 +51,8 @@ def incremental(before_index, index, diagnostics: list, files: Files | None = No
     `broken`: the names lines that do not parse seem to declare (their uses are no finding:
     see echo)."""
     before, reading = before_index.reading, index.reading
+    if reading.kept:   # the same program as before: the same findings
+        return diagnostics
     if reading.program is None or before.program is None or reading.frame_texts != before.frame_texts:
         return None
     first, end_old, end_new = reading.changed or changed_lines(before.lines, reading.lines)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from ..errors import ParseError
-from ..model import Model
-from ..model.section import SectionError, spec_from_section
 from ..ir import Blob, WeightRef
 from ..ir.compact import compact
+from ..model import Model
+from ..model.section import SectionError, spec_from_section
 from ..text import blob_layout, dialects
 from .document_text import Lines
 from .pieces import Layout, Piece
@@ -74,9 +74,13 @@ class Reading:
         if len(self.memo) > 4 * len(self.lines) + 1000:
             self.memo = {}
         self.replaced = self.added = None   # the previous pieces replaced and the new ones
+        self.kept = False   # whether this reading is the one before with another frame error
+        self.layout_lines = self.lines   # the lines the layout and pieces are of (a kept reading's: those before)
         if same_kind:
-            self.changed = changed_lines(previous.lines, self.lines)
-            self.layout = previous.layout.updated(previous.lines, self.lines, *self.changed)
+            self.changed = changed_lines(previous.layout_lines, self.lines)
+            if self._keeps(previous):
+                return
+            self.layout = previous.layout.updated(previous.layout_lines, self.lines, *self.changed)
         else:
             self.changed = None
             self.layout = OpLayout(self.lines, "modelmil" if self.modelmil else "mil", self.memo)
@@ -86,11 +90,37 @@ class Reading:
         self.pieces: list[OpPiece] = []
         self.by_pieces = self._read_frame(previous if same_kind else None)   # else read as a whole
         if self.by_pieces:
-            self.pieces = self._ops(previous.pieces, previous.lines) if same_kind else self._ops([], None)
+            self.pieces = self._ops(previous.pieces, previous.layout_lines) if same_kind else self._ops([], None)
             self._assemble()
             self._fill_in_blobs(previous if same_kind else None)
         else:
             self._whole()   # the ops are not parsed one by one: the whole text is
+
+    def _keeps(self, previous: "Reading") -> bool:
+        """An edit of frame lines only, moving no line, after which the frame does not parse (a
+        `}` deleted, a header being typed): the reading before stands, ops, program and all,
+        with the frame's first error (those after it follow from it) in place of its own."""
+        first, end_old, end_new = self.changed   # from the lines of the layout before
+        if end_old != end_new or end_old == first or not previous.by_pieces or previous.program is None \
+                or not all(previous.layout.is_frame(n) for n in range(first, end_old)):
+            return False
+        skeleton = previous.skeleton.split("\n")
+        skeleton[first:end_old] = [self.lines[n] for n in range(first, end_old)]
+        skeleton = "\n".join(skeleton)
+        try:
+            dialects.parse(skeleton, with_model=True)
+            return False   # it parses: read as usual
+        except ParseError as e:
+            failed = e
+        error = (failed.errors or [(failed.line, failed.column, failed.message)])[0]
+        for name in ("layout", "layout_lines", "memo", "pieces", "program", "model", "section", "frame_program",
+                     "frame_texts", "blob_error", "by_pieces", "skeleton", "frame_error"):
+            setattr(self, name, getattr(previous, name))
+        self.kept = True
+        self.replaced, self.added, self.reparsed = [], [], 0
+        self.errors = sorted([error] + [x for p in self.pieces if p.errors for x in p.errors] +
+                             ([self.blob_error] if self.blob_error is not None else []))
+        return True
 
     def _ops(self, before: list[OpPiece], previous_lines: Lines | None) -> list[OpPiece]:
         """The pieces of the layout, each with its ops: those the layout kept (moved with

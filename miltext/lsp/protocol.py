@@ -9,17 +9,39 @@
 """
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
+
+from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.workspace import TextDocument, Workspace
-from lsprotocol import types as lsp
 
 from .positions import line_starts, offset_of, split_lines
 
 _UNREADABLE = object()   # what a message that could not be read becomes: handled as nothing
 
 
+class RawJSON(str):
+    """A result already written as JSON (a big one kept in pieces: the outline), sent as it is."""
+    __slots__ = ()
+
+
 class MilProtocol(LanguageServerProtocol):
+    def _send_response(self, msg_id, result=None, error=None):
+        if error is not None or not isinstance(result, RawJSON):
+            return super()._send_response(msg_id, result, error)
+        self._result_types.pop(msg_id, None)
+        body = f'{{"id": {json.dumps(msg_id)}, "jsonrpc": "2.0", "result": {result}}}'.encode(self.CHARSET)
+        if self._include_headers:
+            body = (f"Content-Length: {len(body)}\r\n"
+                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n").encode("ascii") + body
+        written = self.writer.write(body)
+        if inspect.isawaitable(written):
+            asyncio.ensure_future(written)
+
+
     def structure_message(self, data: dict):
         try:
             return super().structure_message(data)

@@ -21,7 +21,7 @@ from .. import __version__
 from ..model.weight_headers import Headers
 from .allocator import keep_big_blocks_apart, release_memory
 from .analysis import Analysis, CannotFormat, warm_up
-from .protocol import MilProtocol
+from .protocol import MilProtocol, RawJSON
 from .transport import REFUSED, BoundedReader
 
 # The largest document the server reads (characters): a 10k-op model with its weights in a
@@ -307,6 +307,8 @@ def document_symbol(ls: MilServer, params: lsp.DocumentSymbolParams):
     if a is None:
         return []
     ls.release_later()
+    if a.source.plain:   # the client's places are the server's: the JSON kept op by op
+        return RawJSON(a.outline_json())
     return [ls.symbol(a, s) for s in a.outline]
 
 

@@ -3,8 +3,8 @@ inference gives the outputs a text leaves untyped (the shorthand; see inference)
 from __future__ import annotations
 
 from ..ir import Program, Var
-from ..text.modelmil import printer as modelmil_printer
 from ..text.mil import printer
+from ..text.modelmil import printer as modelmil_printer
 from ..text.modelmil.words import text_version
 
 
@@ -19,6 +19,7 @@ def declaration(name: str, t, modelmil: bool, program) -> str:
 def hints(analysis, first: int, last: int) -> list[tuple]:
     """(place, label) of an inferred type after each untyped op output on lines [first, last]."""
     from bisect import bisect_left, bisect_right
+
     from ..text.lexemes import var
     from .index import written_end
     reading = analysis.reading
