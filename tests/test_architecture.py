@@ -1,13 +1,39 @@
-"""No import circles: between miltext's packages (miltext.ir, miltext.proto, miltext.model,
-miltext.text, ...) none at all, and between modules only the few listed below, each for a
-reason. Any import counts, one inside a function included (a lazy import is still a
-dependency); an import under `if TYPE_CHECKING:` does not (it never runs)."""
+"""The import graph a newcomer draws (ARCHITECTURE.md): miltext's packages in layers, each
+importing only from its own layer and those below it; no import circle between packages, and
+between modules only the few listed below, each for a reason. Any import counts, one inside a
+function included (a lazy import is still a dependency); an import under `if TYPE_CHECKING:`
+does not (it never runs)."""
 import ast
 import os
+import re
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The layers, lowest first: a module imports modules of its own layer or of a lower one, never
+# of a higher one. Each entry is a package or a module, named without "miltext." ("" is
+# miltext/__init__.py, the Python API); a module belongs to the longest entry it falls under.
+# ARCHITECTURE.md shows the same list, highest first (test_the_architecture_doc_draws_these_layers).
+LAYERS = [
+    # foundations: errors, files, dtypes, the op table; coreai.runtime is the binding to the
+    # coreai-core library (it imports only errors): model/ reads an .aimodel through it
+    {"errors", "files", "dtypes", "lazy", "bulk", "native", "packing", "progress", "blob_storage",
+     "ops", "op_families", "coreai.runtime"},
+    {"proto"},                                      # MIL.proto, Model.proto, the C encoder
+    {"ir"},                                         # the object model and its protobuf conversion
+    {"text"},                                       # MIL text, each dialect, each direction
+    {"model"},                                      # files: .mlpackage, .mlmodel, weights, model.mil
+    {"infer", "checker", "authored"},               # what a program means, what is wrong, an author's layout
+    {"interpreter"},                                # run
+    {"edit", "review", "stats", "numerics", "coreai", "interop"},   # the features of the commands
+    {""},                                           # the Python API (miltext/__init__.py)
+    {"lsp", "pygments_lexer"},                      # the editors' doors
+    {"cli"},                                        # the command line
+]
+
+# Imports that run up the layers and stay, and why: (importer, imported). None today; keep it short.
+UPWARD_IMPORTS: set = set()
 
 # Module circles that stay, and why.
 ALLOWED_MODULE_CYCLES = [
@@ -110,10 +136,16 @@ def cycles(graph: dict) -> list:
     return out
 
 
-def package_graph(graph: dict) -> dict:
-    """The graph between miltext's packages (and top-level modules): miltext.X."""
+# Modules that count as packages of their own: the layer entries below a package (coreai.runtime,
+# the coreai-core binding, is a foundation though coreai is a feature).
+UNITS = tuple(f"miltext.{entry}" for layer in LAYERS for entry in layer if "." in entry)
+
+
+def package_graph(graph: dict, units: tuple = UNITS) -> dict:
+    """The graph between miltext's packages (and top-level modules): miltext.X, or one of `units`."""
     def package(module):
-        return ".".join(module.split(".")[:2])
+        return next((u for u in units if module == u or module.startswith(u + ".")),
+                    ".".join(module.split(".")[:2]))
     out = {}
     for module, targets in graph.items():
         out.setdefault(package(module), set()).update(package(t) for t in targets if package(t) != package(module))
@@ -149,3 +181,91 @@ def test_the_finder_sees_lazy_relative_and_package_level_circles(tmp_path):
     g = import_graph(modules(str(tmp_path), "pkg"))
     assert cycles(g) == [{"pkg.a.x", "pkg.b.y"}]
     assert cycles(package_graph(g)) == [{"pkg.a", "pkg.b"}]
+
+
+def layer_of(module: str, package: str = "miltext", layers=LAYERS) -> int:
+    """The index in `layers` of the longest entry `module` falls under."""
+    name = module[len(package) + 1:] if module != package else ""
+    for cut in range(name.count(".") + 1, -1, -1):
+        prefix = ".".join(name.split(".")[:cut]) if cut else ""
+        for index, layer in enumerate(layers):
+            if prefix in layer:
+                return index
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS and to ARCHITECTURE.md")
+
+
+def upward_imports(graph: dict, package: str = "miltext", layers=LAYERS) -> list:
+    """(importer, imported) for every import of a module from a higher layer."""
+    return sorted((m, t) for m, targets in graph.items() for t in targets
+                  if layer_of(t, package, layers) > layer_of(m, package, layers))
+
+
+def test_every_module_is_in_a_layer(graph):
+    assert all(isinstance(layer_of(module), int) for module in graph)
+    entries = [entry for layer in LAYERS for entry in layer]
+    assert len(entries) == len(set(entries))
+    named = {f"miltext.{e}".rstrip(".") for e in entries}     # each names a package or a module of it
+    assert sorted(n for n in named if not any(m == n or m.startswith(n + ".") for m in graph)) == []
+
+
+def test_no_import_runs_up_the_layers(graph):
+    assert [pair for pair in upward_imports(graph) if pair not in UPWARD_IMPORTS] == []
+    assert sorted(UPWARD_IMPORTS - set(upward_imports(graph))) == []    # an exception no longer needed goes
+
+
+def test_the_layer_finder_sees_a_lazy_import_up(tmp_path):
+    """The layer rule itself: a lazy relative import from a low layer up is found, the most
+    specific entry decides a module's layer, and an import down is fine."""
+    (tmp_path / "low").mkdir()
+    (tmp_path / "high").mkdir()
+    files = {"__init__.py": "", "low/__init__.py": "", "high/__init__.py": "",
+             "low/a.py": "def f():\n    from ..high import b\n",
+             "low/c.py": "from ..high import b\n",
+             "high/b.py": "from ..low import a\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    g = import_graph(modules(str(tmp_path), "pkg"))
+    layers = [{"", "low"}, {"high"}]
+    assert upward_imports(g, "pkg", layers) == [("pkg.low.a", "pkg.high.b"), ("pkg.low.c", "pkg.high.b")]
+    layers = [{"", "low"}, {"high", "low.c"}]       # low.c by name, above the rest of low
+    assert layer_of("pkg.low.c", "pkg", layers) == 1 and layer_of("pkg.low.a", "pkg", layers) == 0
+    assert upward_imports(g, "pkg", layers) == [("pkg.low.a", "pkg.high.b")]
+    assert upward_imports(g, "pkg", [{"", "low", "high.b"}, {"high"}]) == []
+
+
+def test_the_architecture_doc_draws_these_layers():
+    """ARCHITECTURE.md's drawing of the layers (highest first) is LAYERS."""
+    with open(os.path.join(ROOT, "ARCHITECTURE.md"), encoding="utf-8") as f:
+        block = re.search(r"<!-- layers -->\s*```text\n(.*?)^```", f.read(), re.S | re.M).group(1)
+    drawn = [{"" if name == "miltext" else name for name in re.split(r"\s{2,}", line.strip())[0].split(", ")}
+             for line in block.splitlines()]
+    assert drawn[::-1] == LAYERS
+
+
+# The third-party libraries only a door imports, and the modules that are the door.
+DOORS = {
+    "pygls": {"miltext.lsp.server", "miltext.lsp.protocol"},
+    "lsprotocol": {"miltext.lsp.server", "miltext.lsp.protocol", "miltext.lsp.actions"},
+    "coreai": {"miltext.coreai.runtime"},
+    "coremltools": {"miltext.interop", "miltext.infer.coremltools_rules"},
+}
+
+
+def third_party_importers(found: dict, library: str) -> set:
+    """The modules of `found` that import `library` (or a module of it), lazily or not."""
+    out = set()
+    for module, path in found.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for node in _imports(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if not node.level else []
+            if any(n == library or n.startswith(library + ".") for n in names):
+                out.add(module)
+    return out
+
+
+@pytest.mark.parametrize("library", sorted(DOORS))
+def test_only_its_door_imports_a_library(library):
+    importers = third_party_importers(modules(os.path.join(ROOT, "miltext"), "miltext"), library)
+    assert importers and sorted(importers - DOORS[library]) == []

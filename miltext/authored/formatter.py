@@ -11,7 +11,6 @@ from ..errors import ProgramError
 from .scan import Scan
 from .trivia import Trivia
 
-
 _BUG = " (a bug in miltext's formatter: please report it)"
 
 
@@ -23,10 +22,9 @@ def format_source(text: str, filename: str | None = None, *, keep_comments: bool
     """The formatted text (ParseError when `text` does not parse, UnsafeFormat when the result
     would not be the same program with the same comments). Apple's model.mil dialect stays in
     its dialect, in canonical form: it has no comments."""
-    from ..text.dialects import MODELMIL, detect
+    from ..text.dialects import MODELMIL, detect, parse, print_text
     if detect(text) is MODELMIL:
-        from .. import dumps, loads
-        return dumps(loads(text, filename), "modelmil")
+        return print_text(parse(text, filename, dialect=MODELMIL), MODELMIL)
     model, notes = read_source(text, filename, keep_comments)
     if notes is None:
         return text  # canonical text, such as a model's: nothing of an author's to keep

@@ -96,11 +96,11 @@ def _immediate_change(old, new):
 
 def _immediate(line):
     """(dtype, flat elements, shape) of a const line's float tensor value, or None."""
-    from .. import loads
     from ..errors import ParseError
     from ..ir import TensorType
+    from ..text.dialects import parse
     try:
-        op = loads(f"main() {{\n  block0() {{\n{line.text}\n  }} -> ()\n}}\n").functions["main"].block.operations[0]
+        op = parse(f"main() {{\n  block0() {{\n{line.text}\n  }} -> ()\n}}\n").functions["main"].block.operations[0]
         value = op.attributes["val"]
         if not isinstance(value.type, TensorType) or value.type.dtype not in _FLOATS:
             return None
