@@ -103,11 +103,12 @@ def worker(engine: str, model: str, threads: int, rounds: int, warmup: int) -> d
     for _ in range(warmup):
         got = step()
     info["run_peak"] = peak_bytes() - held
-    times = []
+    times, cpu = [], []
     for _ in range(rounds):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         got = step()
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     if engine == "miltext":   # which BLAS kernel numpy runs: threadpoolctl from the peers' venv
         sys.path += [os.path.join(PEERS, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")]
     try:
@@ -117,7 +118,7 @@ def worker(engine: str, model: str, threads: int, rounds: int, warmup: int) -> d
     except ImportError:
         pass
     err = float(np.abs(np.asarray(got, np.float64) - want).max() / max(np.abs(want).max(), 1e-6))
-    return {"times": times, "peak": peak_bytes(), "base": base, "error": err, **info}
+    return {"times": times, "cpu": cpu, "peak": peak_bytes(), "base": base, "error": err, **info}
 
 
 def _eager(model: str):
@@ -189,6 +190,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}"
           f"{'one-shot ms':>12}{'peak MB m/o/t':>18}{'run peak':>9}{'w+2a MB':>9}{'max err':>9}")
+    cpu_rows = []
     for model in args.models:
         sizes = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--sizes", model],
                                           capture_output=True, text=True, check=True, env=thread_env(1)).stdout)
@@ -200,11 +202,16 @@ def main() -> None:
                     r = measure(e, model, threads, args.rounds, args.warmup)
                     if e in got:
                         r["times"] += got[e]["times"]
+                        r["cpu"] += got[e]["cpu"]
                         for key in ("peak", "run_peak", "one_shot"):
                             if key in r:
                                 r[key] = max(r[key], got[e][key])
                     got[e] = r
             med = {e: statistics.median(r["times"]) * 1e3 for e, r in got.items()}
+            cpu = {e: statistics.median(r["cpu"]) * 1e3 for e, r in got.items()}
+            cpu_rows.append(f"{model:<11}{threads:>4}{cpu['miltext']:>11.2f}{cpu['onnxruntime']:>9.2f}"
+                            f"{cpu['torch']:>9.2f}{cpu['miltext'] / cpu['onnxruntime']:>6.2f}x"
+                            f"{cpu['miltext'] / cpu['torch']:>6.2f}x")
             peaks = "/".join(f"{(r['peak'] - r['base']) / 1e6:.0f}" for r in got.values())
             print(f"{model:<11}{threads:>4}{med['miltext']:>11.2f}{med['onnxruntime']:>9.2f}{med['torch']:>9.2f}"
                   f"{med['miltext'] / med['onnxruntime']:>6.2f}x{med['miltext'] / med['torch']:>6.2f}x"
@@ -214,6 +221,9 @@ def main() -> None:
         print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(got['miltext'].get('blas', []))}, "
               f"onnxruntime/torch: {'; '.join(got['torch'].get('blas', []))}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("\nCPU time (process_time; at one thread it leaves out the waits for a core a loaded machine adds):")
+    print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}")
+    print("\n".join(cpu_rows))
     print("peak MB: each process's high-water mark less its own before loading the model (m/o/t: miltext, "
           "onnxruntime, torch); run peak: miltext's high-water mark over its runs less what it held before "
           "them (the weights it maps in count); w+2a: the model's weights + twice its largest activation")
