@@ -98,11 +98,20 @@ class Analysis:
                 found = checking.incremental(before.index, self.index, before._diagnostics, self.files,
                                              self.reading.broken_names())
             if found is None:
-                found, self.complete = checking.full(self.program, self.source.text, self.files,
-                                                     self.reading.section), True
-            self._diagnostics = self._without_echoes(found)
-            self._previous = None  # what it was worked out from is not needed any more
+                self.checked(self.whole_check())
+            else:
+                self._diagnostics = self._without_echoes(found)
+                self._previous = None  # what it was worked out from is not needed any more
         return self._diagnostics
+
+    def whole_check(self) -> list:
+        """check's findings on the whole program, kept by `checked` (the server works them out
+        in a thread of their own once the typing stops, and keeps them if the text is the same)."""
+        return checking.full(self.program, self.source.text, self.files, self.reading.section)
+
+    def checked(self, found: list) -> None:
+        self._diagnostics, self.complete = self._without_echoes(found), True
+        self._previous = None  # what it was worked out from is not needed any more
 
     def _without_echoes(self, diagnostics: list) -> list:
         """Without `x is not defined` for the names a line that does not parse declares: that

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
@@ -47,6 +48,7 @@ class MilServer(LanguageServer):
         self.pending: dict[str, asyncio.Task] = {}
         self._release = None   # the release_memory scheduled after a big answer
         self.headers = Headers()   # the weight files' headers, parsed once for the session
+        self.checker = ThreadPoolExecutor(1, "miltext-check")   # the whole checks once the typing stops
 
     def release_later(self) -> None:
         """release_memory once the answer being made (a big one: an outline, hints, all the
@@ -87,14 +89,23 @@ class MilServer(LanguageServer):
             self.publish(uri)
             await asyncio.sleep(IDLE)
             a = self.analyses.get(uri)
-            if a is not None and not a.complete:
-                self.publish(uri, complete=True)
+            if a is not None and not a.complete and a.program is not None:
+                # in a thread, so that requests meanwhile are answered (slower, not seconds later)
+                found = await asyncio.get_running_loop().run_in_executor(self.checker, self._whole_check, uri, a)
+                if found is not None and self.analyses.get(uri) is a:   # the text is still the same
+                    a.checked(found)
+                    self.publish(uri, complete=True)
                 release_memory()
         except asyncio.CancelledError:
             pass
         finally:
             if self.pending.get(uri) is asyncio.current_task():
                 del self.pending[uri]
+
+    def _whole_check(self, uri: str, a: Analysis) -> list | None:
+        """check on the whole program of `a`; None when `a` is not the text's analysis any more
+        (the thread's checks queue: one the typing made stale is not run)."""
+        return a.whole_check() if self.analyses.get(uri) is a else None
 
     def position_in(self, a: Analysis, position: lsp.Position) -> tuple:
         return a.source.from_client(position.line, position.character, self.workspace.position_codec.impl)
