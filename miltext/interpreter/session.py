@@ -34,7 +34,9 @@ class Session:
         `observer(function, path, op, values)` is called after each op with the values it gave
         (var name -> value): `path` is () in the function's block, and inside a nested block
         the op that owns each enclosing block as (its first output's name, block index, pass),
-        outermost first, so a while_loop's passes are told apart."""
+        outermost first, so a while_loop's passes are told apart. A const that only ops of its
+        own block read is no step of its own (its readers take the value directly): the
+        observer is not called for it."""
         from .limits import Limits
         return self._evaluator.run(function, inputs, states, Limits(timeout, max_memory), observer)
 
