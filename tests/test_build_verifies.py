@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from build_cases import BROKEN, SECTIONS, line_of, text_of
-from conftest import corpus_files
 from miltext.cli import main
+from support.build_cases import BROKEN, line_of, text_of
+from support.corpus import corpus_files
 
 COREMLTOOLS_WORDS = ("In op, of type", "not registered", "Mismatch between", "Required input",
                      "No available version", "Traceback")
@@ -150,8 +150,8 @@ def test_a_corpus_program_built_from_its_text_loads_or_is_refused_at_a_line(prog
 
 
 def test_the_readmes_mistake_gets_the_diagnostic_it_shows(tmp_path, monkeypatch, capsys):
-    from test_docs import README, _blocks
-    blocks = _blocks(README)
+    from support.docs import README, fenced_blocks
+    blocks = fenced_blocks(README)
     (index, (_, _, source, mark)), = [(i, b) for i, b in enumerate(blocks) if b[3].startswith("mistake:")]
     name = mark.split(":", 1)[1].strip()
     shown = blocks[index + 1][2]

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import miltext
-from conftest import CORPUS
-from strategies import programs
-from test_cli import run
+from support.cli import run
+from support.corpus import CORPUS
+from support.strategies import programs
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_cases")
 CLEAN = ('main[CoreML7](%x: (2, fp32)) {\n  block0() {\n'

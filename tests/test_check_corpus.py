@@ -18,8 +18,7 @@ from collections import Counter
 import pytest
 
 import miltext
-from conftest import case_id, print_cases, proto_cases
-from test_corpus import _quirks
+from support.corpus import case_id, print_cases, print_quirks, proto_cases
 
 
 def read(path, mode="rb"):
@@ -83,7 +82,7 @@ def test_weight_files_of_the_corpus_are_checked():
     assert [d.rule for d in diagnostics if d.is_error] == ["blob-range"]
 
 
-PRINTS = [p for p in print_cases() if "python_object_repr" not in _quirks(p)]
+PRINTS = [p for p in print_cases() if "python_object_repr" not in print_quirks(p)]
 
 
 def _blocks(block):

@@ -13,7 +13,7 @@ import miltext
 
 ct = pytest.importorskip("coremltools")
 
-from builder_programs import programs  # noqa: E402
+from support.builder_programs import programs  # noqa: E402
 
 PROGRAMS = programs()
 

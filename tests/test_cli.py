@@ -11,19 +11,10 @@ import sys
 import pytest
 
 import miltext
-from conftest import CORPUS
+from support.cli import corpus_path, run
 
 PB_CASES = ["coremltools/torch_mlp", "coremltools/cond_basic", "edge/odd_names_and_strings",
             "edge/nested_values_and_blob_refs", "edge/program_doc_and_attributes"]
-
-
-def run(*args, cwd, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "miltext.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, encoding="utf-8", timeout=120, **kwargs)
-
-
-def corpus_path(name: str, suffix: str = ".pb") -> str:
-    return os.path.join(CORPUS, name + suffix)
 
 
 def copy_in(tmp_path, name: str, suffix: str = ".pb") -> str:

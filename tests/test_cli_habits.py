@@ -11,7 +11,7 @@ import pytest
 import miltext.progress
 from miltext.cli import main
 from miltext.progress import Progress
-from test_cli import corpus_path
+from support.cli import corpus_path
 
 HAND = "main[CoreML7](%x: (1, 2, fp32)) {\n  block0() {\n    %y = relu(x=%x)\n  } -> (%y)\n}\n"
 TYPO = HAND.replace("x=%x", "x=%xx")

@@ -10,14 +10,14 @@ import pickle
 import pytest
 
 import miltext
-from conftest import case_id, corpus_files, proto_cases
 from miltext.ir import Block, Operation, Value, Var
 from miltext.ir.compact import CompactOperation, compact
-from miltext.model.text import parse_model
 from miltext.lsp.document import EDITING
+from miltext.model.text import parse_model
 from miltext.text import blob_layout
 from miltext.text.dialects import parse
 from miltext.text.modelmil.parser import parse as parse_modelmil
+from support.corpus import case_id, corpus_files, proto_cases
 
 
 def _ops(program):

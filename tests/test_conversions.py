@@ -8,12 +8,13 @@ import os
 import sys
 
 import pytest
-from conftest import HERE, case_id, corpus_files, needs_coremltools
 
 import miltext
 from miltext.infer import infer
 from miltext.infer.complete import blocks
 from miltext.text.mil.printer import type_text
+from support.corpus import HERE, case_id, corpus_files
+from support.extras import needs_coremltools
 
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 import infer_coverage

@@ -1,12 +1,11 @@
 """Every real program of the corpus: proto → text → proto gives the same bytes, printing is a
 fixed point, and every coremltools print parses into the program it was printed from."""
-import os
 
 import pytest
 
 import miltext
-from conftest import case_id, manifest, print_cases, proto_cases
 from miltext.ir import DictType, ListType
+from support.corpus import case_id, print_cases, print_quirks, proto_cases
 
 
 def read(path, mode="rb"):
@@ -57,17 +56,10 @@ def _structure(program):
     return {name: (fn.opset, decls(fn.inputs), block(fn.block)) for name, fn in program.functions.items()}
 
 
-def _quirks(path):
-    name = os.path.basename(path).split(".")[0]
-    case = manifest().get(name, {})
-    key = "reload_print_quirks" if path.endswith(".pymil.txt") else "src_print_quirks"
-    return set(case.get(key) or [])
-
-
 @pytest.mark.parametrize("path", print_cases(), ids=case_id)
 def test_coremltools_print_parses(path):
     text = read(path, "r")
-    if "python_object_repr" in _quirks(path):
+    if "python_object_repr" in print_quirks(path):
         with pytest.raises(miltext.ParseError) as info:
             miltext.loads(text, path)
         assert info.value.line >= 1 and info.value.column >= 1
@@ -78,7 +70,7 @@ def test_coremltools_print_parses(path):
 
 
 @pytest.mark.parametrize("path", [p for p in print_cases()
-                                  if p.endswith(".pymil.txt") and "python_object_repr" not in _quirks(p)],
+                                  if p.endswith(".pymil.txt") and "python_object_repr" not in print_quirks(p)],
                          ids=case_id)
 def test_coremltools_print_has_the_structure_of_its_proto(path):
     pb = path.replace(".pymil.txt", ".pb")

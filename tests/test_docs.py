@@ -9,41 +9,22 @@
   `<!-- fmt output -->`, is exactly what `miltext fmt` makes of it.
 """
 import os
-import re
 
 import pytest
 
 import miltext
+from support.docs import README, fenced_blocks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "syntax.md")
-README = os.path.join(ROOT, "README.md")
 
-_FENCE = re.compile(r"^```([A-Za-z0-9_-]*)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
-_MARK = re.compile(r"<!--[ \t]*([^\n]*?)[ \t]*-->\s*\Z")
-
-
-def _blocks(path=DOC):
-    """(line, language, body, mark) for each fenced block; mark is the HTML comment right
-    before the fence (blank lines aside), or ''."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    out = []
-    for m in _FENCE.finditer(text):
-        before = text[:m.start()].rstrip()
-        mark = _MARK.search(before)
-        line = text.count("\n", 0, m.start()) + 1
-        out.append((line, m.group(1), m.group(2), mark.group(1) if mark else ""))
-    return out
-
-
-BLOCKS = _blocks()
+BLOCKS = fenced_blocks(DOC)
 MIL = [b for b in BLOCKS if b[1] == "mil" and b[3] not in ("fmt input", "fmt output")]  # see test_fmt_example
 ERRORS = [(i, b) for i, b in enumerate(BLOCKS) if b[3].startswith("error example:")]
 FMT = [(i, b) for i, b in enumerate(BLOCKS) if b[3] == "fmt input"]
 
 
-@pytest.mark.parametrize("line,lang,body,mark", [b for b in _blocks(README) if b[1] == "mil"],
+@pytest.mark.parametrize("line,lang,body,mark", [b for b in fenced_blocks(README) if b[1] == "mil"],
                          ids=lambda b: str(b) if isinstance(b, int) else None)
 def test_readme_tour_is_canonical(line, lang, body, mark):
     assert miltext.dumps(miltext.loads(body)) == body

@@ -9,45 +9,16 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import CORPUS
 
 from miltext import edit
 from miltext.cli import main
 from miltext.model import read_model, write_model
 from miltext.model.blobs import Weights
 from miltext.model.file_text import file_text
+from support.corpus import CORPUS
+from support.texts import NESTED
 
 CONVERSIONS = os.path.join(CORPUS, "conversions")
-
-# cond and while_loop blocks reading the input %x (made by coremltools' builder, then printed)
-NESTED = """main[CoreML7](%x: (1, 2, fp32),
-              %pred: (1, int32)) {
-  block0() {
-    %squeeze_0: (int32) = squeeze(x=%pred, name="squeeze_0")
-    %zero: (int32) = const(val=0, name="zero")
-    %flag: (bool) = greater(x=%squeeze_0, y=%zero, name="flag")
-    %cond_0: (1, 2, fp32) = cond(pred=%flag, name="cond_0")
-      block1() {
-        %mul_0_y_0: (fp32) = const(val=2.0, name="mul_0_y_0")
-        %mul_0: (1, 2, fp32) = mul(x=%x, y=%mul_0_y_0, name="mul_0")
-      } -> (%mul_0)
-      block2() {
-        %relu_0: (1, 2, fp32) = relu(x=%x, name="relu_0")
-      } -> (%relu_0)
-    %loop_init: (int32) = const(val=0, name="loop_init")
-    %count: (int32), %total: (1, 2, fp32) = while_loop(loop_vars=(%loop_init, %cond_0), name="while_loop_0")
-      block3(%i: (int32), %acc: (1, 2, fp32)) {
-        %five: (int32) = const(val=5, name="five")
-        %less_1: (bool) = less(x=%i, y=%five, name="less_1")
-      } -> (%less_1)
-      block4(%i: (int32), %acc: (1, 2, fp32)) {
-        %one: (int32) = const(val=1, name="one")
-        %add_2: (int32) = add(x=%i, y=%one, name="add_2")
-        %add_3: (1, 2, fp32) = add(x=%acc, y=%x, name="add_3")
-      } -> (%add_2, %add_3)
-  } -> (%total)
-}
-"""
 
 
 def package(tmp_path, name: str, text=lambda text: text) -> str:

@@ -17,8 +17,8 @@ import subprocess
 import pytest
 
 import miltext
-from editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places, printed_texts, text_files
 from miltext.dtypes import NAMES
+from support.editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places, printed_texts, text_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VSCODE = os.path.join(ROOT, "editors", "vscode")

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places
 from miltext.dtypes import NAMES
+from support.editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VIM_DIR = os.path.join(ROOT, "editors", "vim")

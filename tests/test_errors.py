@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 import miltext
-from conftest import CORPUS
+from support.corpus import CORPUS
 
 FILENAME = "model.mil"
 

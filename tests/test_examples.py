@@ -86,12 +86,12 @@ def test_program_example_loads_in_coremltools(source, tmp_path):
 def test_the_readme_quotes_the_examples():
     """The diff and excerpts of the README's gallery section are real lines of the examples, so
     they cannot drift."""
-    from test_docs import README, _blocks
+    from support.docs import README, fenced_blocks
     lines = {line.strip() for path in examples() for line in read(path).decode("utf-8").splitlines()}
     readme = read(README).decode("utf-8").splitlines()
     start = readme.index("## A model change is a diff") + 1
     end = next(i for i in range(start, len(readme)) if readme[i].startswith("## ")) + 1
-    quoted = [b for b in _blocks(README) if start < b[0] < end and b[1] in ("diff", "text")]
+    quoted = [b for b in fenced_blocks(README) if start < b[0] < end and b[1] in ("diff", "text")]
     assert quoted
     for _, lang, body, _ in quoted:
         for line in body.splitlines():

@@ -10,15 +10,36 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conftest import CORPUS, agrees_with_python, require_native
-from strategies import SETTINGS, programs, value_strategy
-
 from miltext.errors import ProgramError
-from miltext.ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, Elided,
-                        EmptyImmediate, Function, ListData, ListType, Operation, Program,
-                        StateType, TensorData, TensorType, TupleData, TupleType, UnknownType,
-                        Value, Var)
-from miltext.ir import encode, fastencode
+from miltext.ir import (
+    MISSING,
+    UNSET_DIM,
+    VARIADIC,
+    Blob,
+    Block,
+    DictData,
+    DictType,
+    Elided,
+    EmptyImmediate,
+    Function,
+    ListData,
+    ListType,
+    Operation,
+    Program,
+    StateType,
+    TensorData,
+    TensorType,
+    TupleData,
+    TupleType,
+    UnknownType,
+    Value,
+    Var,
+    encode,
+    fastencode,
+)
+from support.corpus import CORPUS
+from support.native import agrees_with_python, require_native
+from support.strategies import SETTINGS, programs, value_strategy
 
 require_native("miltext.proto._fastencode")
 pytestmark = pytest.mark.usefixtures("native_enabled")
@@ -394,8 +415,8 @@ def test_to_bytes_raises_what_to_proto_raises():
     cases = [(undefined, True), (elided, False), (elided, True), (surrogate, False), (ODD["huge version"], False),
              (ODD["int binding"], False), (_nested_blocks(60), True)]
     for program, strict in cases:
-        expected = _errors(lambda: program.to_proto(strict=strict).SerializeToString(deterministic=True))
-        got = _errors(lambda: program.to_bytes(strict=strict))
+        expected = _errors(lambda p=program, s=strict: p.to_proto(strict=s).SerializeToString(deterministic=True))
+        got = _errors(lambda p=program, s=strict: p.to_bytes(strict=s))
         assert got == expected, (program, strict)
     assert _errors(lambda: undefined.to_bytes(strict=True))[0] is ProgramError
     assert "is not defined" in _errors(lambda: undefined.to_bytes(strict=True))[1]

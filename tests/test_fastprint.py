@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conftest import CORPUS, agrees_with_python, require_native
-from strategies import SETTINGS, programs, value_strategy
-
 import miltext
 from miltext import dtypes, packing
 from miltext.ir import Block, Function, Operation, Program, TensorType, Value, Var
-from miltext.text.mil import fastprint
 from miltext.text import lexemes
+from miltext.text.mil import fastprint
 from miltext.text.mil.printer import print_program
+from support.corpus import CORPUS
+from support.native import agrees_with_python, require_native
+from support.strategies import SETTINGS, programs, value_strategy
 
 _fastprint = require_native("miltext.text.mil._fastprint")
 pytestmark = pytest.mark.usefixtures("native_enabled")
@@ -100,7 +100,7 @@ def test_proto_text_falls_back_to_python():
     assert fastprint.proto_text(data) == print_program(Program.from_proto(data))
     good = read(COREMLTOOLS_PB[0])
     assert fastprint.proto_text(good) == print_program(Program.from_proto(good))
-    with pytest.raises(Exception):
+    with pytest.raises(miltext.ProgramError):
         fastprint.proto_text(b"\xff\xff\xff")   # the Python path's own error
 
 
@@ -338,8 +338,8 @@ def test_buffer_types():
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(CORPUS, "coremltools", "*.mlpackage")))[:5]
                          + COREMLTOOLS_PB[:3], ids=os.path.basename)
 def test_printing_a_model_file_builds_no_object_model(path):
-    from miltext.model.io import read_model
     from miltext.model.file_text import file_text
+    from miltext.model.io import read_model
     model = read_model(path)
     text = model.program_text()
     assert model._program is None  # printed straight from the bytes

@@ -293,12 +293,12 @@ def test_fresh_clone_set_up_as_the_readme_says(tmp_path):
     """git clone -> the README's `<!-- setup -->` lines in one shell -> `miltext` on the PATH ->
     the README's mistake example gives, as `miltext`, what the README shows. What is cloned is
     the committed tree."""
-    from test_docs import README, _blocks
+    from support.docs import README, fenced_blocks
     if shutil.which("git") is None or shutil.which("make") is None:
         pytest.fail("git and make are needed (the README's set-up uses them)", pytrace=False)
     clone = tmp_path / "miltext"
     subprocess.run(["git", "clone", "--quiet", ROOT, str(clone)], check=True, timeout=300)
-    blocks = _blocks(README)
+    blocks = fenced_blocks(README)
     (setup,) = [b[2] for b in blocks if b[3] == "setup"]
     (index, (_, _, source, mark)), = [(i, b) for i, b in enumerate(blocks) if b[3].startswith("mistake:")]
     name = mark.split(":", 1)[1].strip()
@@ -377,8 +377,8 @@ def test_a_state_not_given_is_asked_for_in_the_command_lines_words(tmp_path, cap
 # ---- the README's Python API runs as shown -----------------------------------------------------
 
 def test_the_readmes_python_api_blocks_run_as_shown(tmp_path, monkeypatch, capsys):
-    from test_docs import README, _blocks
-    blocks = [b[2] for b in _blocks(README) if b[3] == "python api"]
+    from support.docs import README, fenced_blocks
+    blocks = [b[2] for b in fenced_blocks(README) if b[3] == "python api"]
     assert len(blocks) == 2
     os.symlink(EXAMPLES, tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
@@ -396,7 +396,7 @@ def test_value_array_of_a_blob_says_how_to_read_it():
     from miltext.ir import Blob
     value = miltext.Value(miltext.TensorType("fp16", (2,)), Blob(64, "@model_path/weights/weight.bin"))
     with pytest.raises(TypeError, match=r"Weights\(model.folder\).blob_array\(value\)"):
-        value.array
+        _ = value.array
 
 
 def test_the_layout_table_names_every_doc():
@@ -454,11 +454,12 @@ def write_safetensors(path, tensors: dict) -> None:
 
 def test_textconv_of_checkpoints_is_one_line_per_tensor_as_the_review_doc_shows(tmp_path, capsys):
     import numpy as np
-    from test_docs import _blocks
+
+    from support.docs import fenced_blocks
     write_safetensors(tmp_path / "m.safetensors", {"layers.0.wq": np.ones((2, 3), np.float32),
                                                    "emb": np.zeros(4, np.int32)})
     status, out, _ = command(capsys, "textconv", str(tmp_path / "m.safetensors"))
-    (shown,) = [b[2] for b in _blocks(os.path.join(ROOT, "docs", "review.md")) if b[2].startswith("# safetensors:")]
+    (shown,) = [b[2] for b in fenced_blocks(os.path.join(ROOT, "docs", "review.md")) if b[2].startswith("# safetensors:")]
     assert (status, out) == (0, shown.replace("176 bytes", f"{(tmp_path / 'm.safetensors').stat().st_size} bytes"))
     np.save(tmp_path / "w.npy", np.arange(12, dtype=np.float16).reshape(3, 4))
     status, out, _ = command(capsys, "textconv", str(tmp_path / "w.npy"))

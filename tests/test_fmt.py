@@ -6,16 +6,14 @@ comments put between the tokens of real texts."""
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import miltext
-from miltext.model.text import parse_model
 from miltext.authored.formatter import UnsafeFormat, comment_texts, format_source
 from miltext.authored.scan import Scan
+from miltext.model.text import parse_model
 from miltext.text.dialects import COREMLTOOLS
-
-from conftest import case_id, print_cases, proto_cases
+from support.corpus import case_id, print_cases, proto_cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "fmt_cases")
@@ -147,8 +145,9 @@ def _token_ends(text: str) -> list[int]:
     after a string: a raw string ends at the quote that a comma or bracket follows, so a comment
     there would change where it ends (`"say "hi""  # note` is not the string `say "hi"`)."""
     from lark import Lark
-    from miltext.text.grammars import grammar_text
+
     from miltext.text.dialects import _COREMLTOOLS_PRINT
+    from miltext.text.grammars import grammar_text
     raw = COREMLTOOLS.detect(text)
     if raw not in _LEXERS:
 
@@ -239,8 +238,8 @@ def test_a_comment_after_every_token_of_a_model_section_and_header_survives_fmt(
 # ---- the safety net ---------------------------------------------------------------------------
 
 def test_fmt_refuses_what_would_change_the_program_or_lose_a_comment(tmp_path, monkeypatch, capsys):
-    from miltext.cli import main
     from miltext.authored import formatter
+    from miltext.cli import main
     text = _read(os.path.join(CASES, "comments.mil"))
     path = tmp_path / "c.mil"
     path.write_text(text, encoding="utf-8")

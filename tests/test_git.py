@@ -14,27 +14,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_MLP = next(p for p in PACKAGES if name_of(p) == "torch_mlp")
 
 
-@pytest.fixture
-def repo(tmp_path):
-    """A new repository, with a home of its own so that no real git config is read or written."""
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com"}
-    path = tmp_path / "repo"
-    path.mkdir()
-
-    def git(*args, check=True):
-        result = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True, text=True, timeout=300)
-        assert not check or result.returncode == 0, result.stderr
-        return result.stdout
-
-    git("init", "-q")
-    git.path, git.env = path, env
-    return git
-
-
 def test_git_diff_shows_a_changed_op_and_a_changed_weight(repo, tmp_path):
     result = run("git-setup", cwd=repo.path, env=repo.env)
     assert result.returncode == 0, result.stderr
@@ -323,8 +302,8 @@ def _changed(diff: str) -> list:
 
 
 def _bias_line(weight: str, sign: str) -> str:
-    from miltext.model.weights import describe
     from miltext.model.weight_names import blob_labels
+    from miltext.model.weights import describe
     (line,) = [line for line in describe(weight, blob_labels(weight)).splitlines() if "%fc1_bias_to_fp16" in line]
     return sign + line
 
@@ -332,8 +311,10 @@ def _bias_line(weight: str, sign: str) -> str:
 @pytest.mark.parametrize("layout", ["package", "folder"])
 def test_a_changed_weight_is_one_line_naming_its_const(repo, tmp_path, layout):
     import shutil
+
     import numpy as np
-    from test_docs import _blocks
+
+    from support.docs import fenced_blocks
     assert run("git-setup", cwd=repo.path, env=repo.env).returncode == 0
     if layout == "package":
         pack(MLP, str(repo.path / "mlp.mlpackage"))
@@ -351,7 +332,7 @@ def test_a_changed_weight_is_one_line_naming_its_const(repo, tmp_path, layout):
     new = _bias_line(str(weight), "+")
     diff = repo("diff")                                         # the work tree against the index
     assert _changed(diff) == [old, new]
-    (shown,) = [b[2] for b in _blocks(os.path.join(ROOT, "docs", "review.md")) if b[2].startswith(" # weight")]
+    (shown,) = [b[2] for b in fenced_blocks(os.path.join(ROOT, "docs", "review.md")) if b[2].startswith(" # weight")]
     assert diff[diff.index("\n@@ ") + 1:].split("\n", 1)[1] == shown     # as docs/review.md shows it
     repo("add", "-A")
     repo("commit", "-qm", "a new bias")
@@ -371,6 +352,7 @@ def test_a_changed_weight_is_one_line_naming_its_const(repo, tmp_path, layout):
 def test_a_lone_weight_file_shows_its_digests_quickly(tmp_path, monkeypatch):
     import shutil
     import time
+
     from miltext.model.file_text import textconv_text
     lone = tmp_path / "weight.bin"
     shutil.copyfile(os.path.join(MLP, "weights", "weight.bin"), lone)
@@ -389,6 +371,7 @@ def test_a_lone_weight_file_shows_its_digests_quickly(tmp_path, monkeypatch):
 
 def test_a_model_that_does_not_fit_names_no_blob(tmp_path):
     import shutil
+
     from miltext.model.weight_names import blob_labels
     folder = tmp_path / "mlp"
     shutil.copytree(MLP, folder)                                # another model's weights beside model.mil
@@ -402,6 +385,7 @@ def test_a_model_that_does_not_fit_names_no_blob(tmp_path):
 
 def test_git_past_its_deadline_leaves_the_blobs_unnamed(repo, tmp_path, monkeypatch):
     import shutil
+
     from miltext.model import weight_names
     shutil.copytree(MLP, repo.path / "mlp")
     repo("add", "-A")

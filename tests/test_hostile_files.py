@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import CORPUS
+from support.corpus import CORPUS
 
 PACKAGE = os.path.join(CORPUS, "coremltools", "torch_mlp.mlpackage")
 CONTENT = os.path.join("Data", "com.apple.CoreML")

@@ -10,11 +10,12 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import HERE, corpus_files, needs_coremltools
 
 import miltext
 from miltext.infer import InferenceError, complete, make_explicit, registry
 from miltext.infer.shapes import broadcast
+from support.corpus import HERE, corpus_files
+from support.extras import needs_coremltools
 
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 import infer_coverage

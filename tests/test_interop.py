@@ -14,9 +14,9 @@ from coremltools.converters.mil import Builder as mb  # noqa: E402
 from coremltools.converters.mil.frontend.milproto.load import load_mil_proto  # noqa: E402
 from coremltools.converters.mil.mil import types  # noqa: E402
 
-from conftest import corpus_files, manifest  # noqa: E402
 from miltext.interop import export  # noqa: E402
 from miltext.model.blobs import references  # noqa: E402
+from support.corpus import corpus_files, manifest  # noqa: E402
 
 
 def proto_bytes(prog, weights_dir) -> bytes:

@@ -10,13 +10,13 @@ import re
 import pytest
 from lark import Lark
 
-from conftest import HERE, corpus_files, print_cases
-from editor_texts import printed_texts
 from miltext import dtypes
 from miltext.text import lexicon
-from miltext.text.grammars import _PLACEHOLDER, grammar_text
 from miltext.text.dialects import COREMLTOOLS
+from miltext.text.grammars import _PLACEHOLDER, grammar_text
 from miltext.text.modelmil.words import looks_like_modelmil
+from support.corpus import HERE, corpus_files, print_cases
+from support.editor_texts import printed_texts
 
 ROOT = os.path.dirname(HERE)
 

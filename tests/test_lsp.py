@@ -1,18 +1,11 @@
 """`miltext lsp` through a real JSON-RPC exchange: the server runs as a subprocess and this test
 speaks LSP to it over stdio, as an editor does (places in UTF-16 units, the LSP default)."""
 import os
-import queue
-import subprocess
-import sys
-import threading
-
-import pytest
 
 import miltext
-from conftest import CORPUS
-from miltext.lsp.transport import frame, read_message
-
-TIMEOUT = 60
+from support.corpus import CORPUS
+from support.lsp import at, open_text, span
+from support.texts import GOOD
 
 BAD = """main[CoreML7](%x: (2, 4, fp32)) {
   block0() {
@@ -22,118 +15,6 @@ BAD = """main[CoreML7](%x: (2, 4, fp32)) {
   } -> (%c)
 }
 """
-
-GOOD = """main[CoreML7](%x: (1, 2, fp32),
-              %p: (bool)) {
-  block0() {
-    %c: (1, 2, fp32) = cond(pred=%p, name="c")
-      block1() {
-        %two: (fp32) = const(val=2.0, name="two")
-        %t: (1, 2, fp32) = mul(x=%x, y=%two, name="t")
-      } -> (%t)
-      block2() {
-        %r: (1, 2, fp32) = relu(x=%x, name="r")
-      } -> (%r)
-    %i0: (int32) = const(val=0, name="i0")
-    %out: (1, 2, fp32), %n: (int32) = while_loop(loop_vars=(%c, %i0), name="loop")
-      block3(%lx: (1, 2, fp32), %li: (int32)) {
-        %go: (bool) = less(x=%li, y=10, name="go")
-      } -> (%go)
-      block4(%lx: (1, 2, fp32), %li: (int32)) {
-        %nx: (1, 2, fp32) = add(x=%lx, y=%x, name="nx")
-        %ni: (int32) = add(x=%li, y=1, name="ni")
-      } -> (%nx, %ni)
-  } -> (%out, %n)
-}
-"""
-
-
-class Client:
-    """Just enough of an LSP client: Content-Length framing, requests matched to their
-    responses, notifications kept for the test to look at."""
-
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-m", "miltext.cli", "lsp"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.messages = queue.Queue()
-        self.notifications = []
-        self.next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        while (message := read_message(self.proc.stdout)) is not None:
-            self.messages.put(message)
-
-    def send(self, message: dict):
-        self.proc.stdin.write(frame(message))
-        self.proc.stdin.flush()
-
-    def notify(self, method: str, params: dict):
-        self.send({"method": method, "params": params})
-
-    def request(self, method: str, params: dict):
-        self.next_id += 1
-        self.send({"id": self.next_id, "method": method, "params": params})
-        while True:
-            message = self._next()
-            if message.get("id") == self.next_id and "method" not in message:
-                assert "error" not in message, message["error"]
-                return message["result"]
-
-    def notification(self, method: str, uri: str | None = None) -> dict:
-        """The first notification `method` not looked at yet (for `uri`), waiting for it."""
-        while True:
-            for n in self.notifications:
-                if n["method"] == method and (uri is None or n["params"].get("uri") == uri):
-                    self.notifications.remove(n)
-                    return n["params"]
-            self._next()
-
-    def _next(self) -> dict:
-        try:
-            message = self.messages.get(timeout=TIMEOUT)
-        except queue.Empty:
-            self.proc.kill()
-            pytest.fail("the server did not answer: " + self.proc.stderr.read().decode(errors="replace"))
-        if "method" in message and "id" in message:  # a request from the server
-            self.send({"id": message["id"], "result": None})
-        elif "method" in message:
-            self.notifications.append(message)
-        return message
-
-
-@pytest.fixture(scope="module")
-def client():
-    try:
-        import pygls  # noqa: F401
-    except ImportError:
-        pytest.fail("pygls is not installed: pip install -e '.[lsp]' (make test does)", pytrace=False)
-    c = Client()
-    result = c.request("initialize", {"processId": None, "rootUri": None, "capabilities": {
-        "textDocument": {"documentSymbol": {"hierarchicalDocumentSymbolSupport": True},
-                         "hover": {"contentFormat": ["markdown", "plaintext"]}}}})
-    c.capabilities = result["capabilities"]
-    c.notify("initialized", {})
-    yield c
-    c.request("shutdown", None)
-    c.notify("exit", None)
-    assert c.proc.wait(timeout=TIMEOUT) == 0
-    c.proc.stdout.close()
-    c.proc.stdin.close()
-    c.proc.stderr.close()
-
-
-def open_text(client, uri: str, text: str) -> list:
-    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "mil", "version": 1, "text": text}})
-    return client.notification("textDocument/publishDiagnostics", uri)["diagnostics"]
-
-
-def at(line: int, character: int) -> dict:
-    return {"line": line, "character": character}
-
-
-def span(line: int, start: int, end: int) -> dict:
-    return {"start": at(line, start), "end": at(line, end)}
 
 
 def test_server_says_what_it_can_do(client):

@@ -1,14 +1,12 @@
 """The language server's refactors (issue 32): "Expose %v as an output" and a rename of an input,
 over JSON-RPC, make the text say what `miltext edit --expose` / `--rename-input` make of it:
 the built results are the same model, in the program and the model section, nested blocks too."""
-from conftest import CORPUS  # noqa: F401  (tests/ on the path)
-from test_edit import NESTED
-from test_lsp import client, open_text  # noqa: F401  (client is a fixture)
-
 from miltext.cli import main
 from miltext.lsp.actions import refactors
 from miltext.lsp.analysis import Analysis
 from miltext.model.file_text import file_text
+from support.lsp import open_text
+from support.texts import NESTED
 
 # NESTED with its model section, as `miltext print` writes the package built from it
 SECTION = """model(specificationVersion=8) {

@@ -1,57 +1,11 @@
 """`miltext lsp` features over JSON-RPC, in both dialects: completion, references, rename,
 highlight, inlay hints, code actions, hover on ops, a broken file that keeps its tools, blob
 offsets checked beside an unpacked model's weights, and edits that reparse only their op."""
-import os
 
 import numpy as np
 
-from test_lsp import GOOD, at, client, open_text, span  # noqa: F401  (client is a fixture)
-
-SHORT = """main[CoreML7](%x: (2, 4, fp32)) {
-  block0() {
-    %a = relu(x=%x)
-    %b = add(x=%a, y=%a)
-    %c: (2, 4, fp32) = mul(x=%b, y=%a)
-  } -> (%c)
-}
-"""
-
-MODELMIL = """program(1.0)
-[buildInfo = dict<tensor<string, []>, tensor<string, []>>({{"coremltools-version", "8.1"}})]
-{
-    func main<ios17>(tensor<fp16, [1, 10]> x, tensor<fp16, [1, 10]> y) {
-            tensor<fp16, [1, 10]> prod = mul(x = x, y = y)[name = tensor<string, []>("prod")];
-            tensor<fp16, [1, 10]> out = add(x = prod, y = x)[name = tensor<string, []>("out")];
-        } -> (out);
-}
-"""
-
-
-def doc(uri):
-    return {"textDocument": {"uri": uri}}
-
-
-def request_at(client, method, uri, line, character, **more):
-    return client.request(method, {**doc(uri), "position": at(line, character), **more})
-
-
-def change(client, uri, version, text):
-    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
-                                             "contentChanges": [{"text": text}]})
-    while True:
-        published = client.notification("textDocument/publishDiagnostics", uri)
-        if published.get("version") == version:
-            return published["diagnostics"]
-
-
-def raw_request(client, method, params) -> dict:
-    """The whole response (a result or an error)."""
-    client.next_id += 1
-    client.send({"id": client.next_id, "method": method, "params": params})
-    while True:
-        message = client._next()
-        if message.get("id") == client.next_id and "method" not in message:
-            return message
+from support.lsp import at, change, doc, open_text, raw_request, request_at, span
+from support.texts import GOOD, MODELMIL, SHORT
 
 
 def labels(result):

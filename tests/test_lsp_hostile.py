@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from test_lsp import at, client, open_text  # noqa: F401  (client is a fixture)
-from test_lsp_features import MODELMIL, SHORT, change, doc, raw_request, request_at
+from support.lsp import at, change, doc, open_text, raw_request, request_at
+from support.texts import MODELMIL, SHORT
 
 INVALID_PARAMS = -32602
 

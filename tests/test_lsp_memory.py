@@ -66,6 +66,7 @@ def _started_with(env: dict) -> list[str]:
     import os
     import subprocess
     import sys
+
     from miltext.lsp.transport import frame, read_message
     proc = subprocess.Popen([sys.executable, "-m", "miltext.cli", "lsp"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -87,6 +88,7 @@ def test_the_server_runs_on_the_c_librarys_allocator():
     an allocator the user chose stays."""
     import os
     import sys
+
     from miltext.lsp.allocator import _glibc
     if not sys.platform.startswith("linux"):
         pytest.fail("this test reads /proc: run it on Linux, as CI does", pytrace=False)

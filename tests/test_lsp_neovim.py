@@ -12,11 +12,11 @@ import sys
 import pytest
 
 import miltext
-from test_docs import README, _blocks
-from test_lsp import GOOD
+from support.docs import README, fenced_blocks
+from support.texts import GOOD
 
 # The README's lines that start the server in a buffer, as a user pastes them
-(README_LINES,) = [b[2] for b in _blocks(README) if b[3] == "neovim"]
+(README_LINES,) = [b[2] for b in fenced_blocks(README) if b[3] == "neovim"]
 
 SCRIPT = r"""
 local out = {}

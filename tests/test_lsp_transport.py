@@ -3,11 +3,9 @@ one, endless header lines and an oversize document leave the server alive and an
 import io
 import json
 
-import pytest
-
 from miltext.lsp import transport
 from miltext.lsp.transport import BoundedReader
-from test_lsp import Client
+from support.lsp import Client
 
 
 def frame(obj) -> bytes:

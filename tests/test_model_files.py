@@ -9,9 +9,9 @@ import pytest
 import miltext
 from miltext.model import Model, read_model, write_model
 from miltext.model.mlmodel import model_from_bytes, model_to_bytes
-from miltext.proto import schema
 from miltext.model.program_files import InputError
-from model_cases import PACKAGES, coremltools_model, copy_package, mlmodel_of, name_of, read, weights_of
+from miltext.proto import schema
+from model_cases import PACKAGES, copy_package, coremltools_model, mlmodel_of, name_of, read, weights_of
 
 # Fields a real .mlmodel may hold that miltext's Model.proto leaves out: isUpdatable (10) and a
 # field from the future (901, a string), in the model, and another (77) in its description.

@@ -20,13 +20,28 @@ import numpy as np
 import pytest
 
 import miltext
-from conftest import CORPUS, case_id, corpus_files, proto_cases
-from miltext.ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, ListData,
-                        ListType, TensorData, TensorType, TupleData, TupleType, UnknownType, Value)
+from miltext.ir import (
+    MISSING,
+    UNSET_DIM,
+    VARIADIC,
+    Blob,
+    Block,
+    DictData,
+    DictType,
+    ListData,
+    ListType,
+    TensorData,
+    TensorType,
+    TupleData,
+    TupleType,
+    UnknownType,
+    Value,
+)
 from miltext.text import lexemes
 from miltext.text.modelmil.parser import parse_fragment
 from miltext.text.modelmil.printer import operation_text, print_modelmil, value_text
 from miltext.text.modelmil.words import looks_like_modelmil, text_version
+from support.corpus import CORPUS, case_id, corpus_files, proto_cases
 
 COMPILED = corpus_files("modelmil", ".mil") + corpus_files("wild", ".mil")
 FRAGMENTS = os.path.join(CORPUS, "modelmil", "07_ios18_vs_ios16_fragments.txt")
@@ -552,7 +567,7 @@ def test_a_600_kb_file_reads_in_well_under_a_few_seconds():
     word = re.compile(r"\b(" + "|".join(sorted(produced, key=len, reverse=True)) + r")\b")
     out, copies = list(head), 0
     while sum(len(line) + 1 for line in out) < 600_000:
-        out.extend(word.sub(lambda m: f"{m.group(1)}_{copies}", line) for line in body)
+        out.extend(word.sub(lambda m, n=copies: f"{m.group(1)}_{n}", line) for line in body)
         copies += 1
     out.append(f"        }} -> (decoder_{copies - 1});")
     out.append("}")

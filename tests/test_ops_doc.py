@@ -5,14 +5,11 @@ keep one vocabulary: their modules are op families named as miltext/op_families.
 import os
 import pkgutil
 
-from conftest import HERE
-
 from miltext import op_families, ops
 from miltext.checker import shapes
-from miltext.infer import registry as rules
-from miltext.infer import rules as infer_rules
-from miltext.interpreter import kernels
-from miltext.interpreter import registry as run
+from miltext.infer import registry as rules, rules as infer_rules
+from miltext.interpreter import kernels, registry as run
+from support.corpus import HERE
 
 DOC = os.path.join(os.path.dirname(HERE), "docs", "ops.md")
 

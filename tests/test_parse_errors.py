@@ -14,7 +14,7 @@ import re
 import pytest
 
 import miltext
-from conftest import CORPUS
+from support.corpus import CORPUS
 
 
 def in_block(*op_lines: str) -> str:
@@ -152,7 +152,7 @@ def test_every_error_of_the_run(name):
     e = info.value
     assert e.errors == expected
     assert (e.line, e.column, e.message) == expected[0]
-    for line, column, message in e.errors:
+    for _line, _column, message in e.errors:
         assert not _internal(message), message
 
 

@@ -7,9 +7,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import HERE
 
 from miltext.cli import main
+from support.corpus import HERE
 
 ROOT = os.path.dirname(HERE)
 EXAMPLES = os.path.join(ROOT, "examples")

@@ -12,7 +12,7 @@ from coremltools.converters.mil import Builder as mb  # noqa: E402
 from coremltools.converters.mil.frontend.milproto.load import load_mil_proto  # noqa: E402
 from coremltools.converters.mil.mil.scope import ScopeInfo, ScopeSource  # noqa: E402
 
-from conftest import corpus_files, manifest  # noqa: E402
+from support.corpus import corpus_files, manifest  # noqa: E402
 
 CASES = manifest()
 

@@ -19,8 +19,8 @@ import os
 import pytest
 
 import miltext
-from conftest import CORPUS
 from miltext.ir import Elided
+from support.corpus import CORPUS
 
 WILD = os.path.join(CORPUS, "wild")
 

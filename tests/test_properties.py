@@ -3,9 +3,8 @@ point, for every dtype, kind of value and set-or-unset field."""
 from hypothesis import given
 
 import miltext
-from strategies import SETTINGS, programs, value_strategy
-from miltext.ir import Function, Block, Operation, Program, Var, TensorType
-
+from miltext.ir import Block, Function, Operation, Program, TensorType, Var
+from support.strategies import SETTINGS, programs, value_strategy
 
 
 def proto_bytes(program):

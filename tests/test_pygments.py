@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places, printed_texts, text_files
+from support.editor_texts import DTYPE_NAMED_VARS, SAMPLES, dtype_named_places, printed_texts, text_files
 
 try:  # a missing Pygments fails the run, with what to install
     from pygments.lexers import get_lexer_by_name, get_lexer_for_filename

@@ -10,14 +10,13 @@ import importlib
 import pkgutil
 import re
 import signal
-import time
 from contextlib import contextmanager
 
 import pytest
 
 import miltext
-from miltext.text.modelmil import parser as modelmil_parser
 from miltext.text.mil import parser
+from miltext.text.modelmil import parser as modelmil_parser
 
 # The pieces MIL text is made of; each run repeats one and ends in a way that fails a match.
 PIECES = ["1", "1,", "1, ", "11,", "1111111111, ", "0.11,", "1.", "1.1,", "1e1,", "-1,", "0x1", "0x1.", "a", "a.", "a=", "a_",

@@ -13,8 +13,9 @@ import pytest
 import miltext
 from miltext.review import Side, compare
 from miltext.review.graph import change_dot, program_dot
-from conftest import proto_cases, require_native
 from model_cases import PACKAGES, assert_clean_failure, miltext as run, name_of
+from support.corpus import proto_cases
+from support.native import require_native
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MLP6 = os.path.join(HERE, "review", "mlp6.mlpackage")

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import pytest
 
 import miltext
-from conftest import CORPUS, proto_cases
 from miltext.ir import TensorData, Value
 from miltext.text.mil.parser import MAX_BLOCK_DEPTH
+from support.corpus import CORPUS, proto_cases
 
 SEED = 1234
 MUTATIONS = 10_000

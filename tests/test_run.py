@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import miltext
-from miltext.model.io import read_model
 from miltext.interpreter import RunError, run
+from miltext.model.io import read_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = sorted(os.path.basename(p)[:-len(".npz")] for p in glob.glob(os.path.join(HERE, "run_cases", "*.npz")))

@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import miltext
-from conftest import needs_coremltools
 from miltext.proto import schema
+from support.extras import needs_coremltools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import miltext
-from conftest import case_id, proto_cases
-from strategies import programs
+from support.corpus import case_id, proto_cases
+from support.strategies import programs
 
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 # A comment and a line break after every opening bracket and around every `=`: legal between

@@ -11,10 +11,10 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import CORPUS
 
 import miltext
 from miltext.cli import main
+from support.corpus import CORPUS
 
 CONVERSIONS = os.path.join(CORPUS, "conversions")
 COMPRESSED = ["gpt2_int8", "gpt2_int4_blockwise", "gpt2_palettized", "gpt2_palettized_scaled",

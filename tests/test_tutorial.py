@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from test_docs import _blocks
+from support.docs import fenced_blocks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUTORIAL = os.path.join(ROOT, "docs", "tutorial.md")
@@ -27,7 +27,7 @@ RUNNABLE = ("sh", "python")
 
 def steps() -> list[tuple]:
     """(line, language, body, mark, expected output or None) for each runnable block."""
-    blocks = _blocks(TUTORIAL)
+    blocks = fenced_blocks(TUTORIAL)
     out = []
     for i, (line, lang, body, mark) in enumerate(blocks):
         if lang in RUNNABLE:

@@ -12,9 +12,7 @@ import miltext
 from miltext.ir import Blob, Block, Function, Operation, Program, TensorType, Value, Var, WeightRef
 from miltext.model import weight_refs
 from miltext.model.weights import WeightReader, WeightWriter
-from model_cases import assert_clean_failure, leftovers
-from model_cases import miltext as run
-from test_git import repo  # noqa: F401 - the fixture of a scratch repository
+from model_cases import assert_clean_failure, leftovers, miltext as run
 
 RNG = np.random.default_rng(16)
 

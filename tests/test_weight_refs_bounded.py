@@ -13,8 +13,7 @@ from safetensors.numpy import save_file
 import miltext
 from miltext.model import weight_refs
 from miltext.model.weight_headers import Headers
-from model_cases import assert_clean_failure, leftovers
-from model_cases import miltext as run
+from model_cases import assert_clean_failure, leftovers, miltext as run
 
 
 def const_text(decl: str, ref: str, extra: str = "") -> str:

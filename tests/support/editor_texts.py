@@ -4,7 +4,7 @@ import glob
 import os
 
 import miltext
-from conftest import HERE, corpus_files, print_cases, proto_cases
+from support.corpus import HERE, corpus_files, print_cases, proto_cases
 
 SAMPLES = os.path.join(HERE, "editors")
 

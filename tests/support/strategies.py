@@ -1,14 +1,32 @@
 """Hypothesis strategies for random MIL programs: every dtype and kind of value, every field
 set or unset, special floats, names and strings that need quoting, nested blocks."""
 import numpy as np
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 
 from miltext import dtypes, packing
-from miltext.ir import (MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType,
-                        EmptyImmediate, Function, ListData, ListType, Operation, Program,
-                        StateType, TensorData, TensorType, TupleData, TupleType, UnknownType,
-                        Value, Var)
+from miltext.ir import (
+    MISSING,
+    UNSET_DIM,
+    VARIADIC,
+    Blob,
+    Block,
+    DictData,
+    DictType,
+    EmptyImmediate,
+    Function,
+    ListData,
+    ListType,
+    Operation,
+    Program,
+    StateType,
+    TensorData,
+    TensorType,
+    TupleData,
+    TupleType,
+    UnknownType,
+    Value,
+    Var,
+)
 from miltext.ir.values import FIELD_NUMPY, encode_tensor
 
 INT64 = st.integers(-2**63, 2**63 - 1)
