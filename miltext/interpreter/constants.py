@@ -11,7 +11,7 @@ class Constants:
     """Evaluates const and constexpr_* ops of one program, reading blobs from `folder`."""
 
     def __init__(self, program, folder: str | None, limits: Limits | None = None):
-        self._evaluator = Evaluator(program, folder, limits)
+        self._evaluator = Evaluator(program, folder, limits, mapped=False)
         self._opsets = {name: fn.opset for name, fn in program.functions.items()}
 
     def dense(self, ops: list, name: str, function: str):

@@ -43,8 +43,11 @@ class Step:
 
 class Evaluator:
     def __init__(self, program, weights: str | None = None, limits: Limits | None = None,
-                 confine_refs: bool = False):
+                 confine_refs: bool = False, mapped: bool = True):
+        """`mapped`: weights are views of their memory-mapped files (kept for many runs), else
+        read into arrays of their own (one weight at a time, let go after use)."""
         self.program = program
+        self.mapped = mapped
         self.weights_folder = weights
         self.confine_refs = confine_refs     # weight references may not lead out of `weights`
         self.limits = limits if limits is not None else Limits()
@@ -53,7 +56,6 @@ class Evaluator:
         self._weights = None
         self._maps: dict = {}                # weight file -> its memory map (kept: arrays view it)
         self._plans: dict = {}               # id(block) -> (block, its steps)
-        self._alone: dict = {}               # id(op) -> (op, its step), for ops run outside a block
         _complete_types(program)
 
     # ---- a function ----
@@ -155,13 +157,11 @@ class Evaluator:
         return Step(op, find(op.type), bindings, drops)
 
     def op(self, op, env: dict, opset: str) -> None:
-        """`op` run alone on the values of `env` (its step kept, its literals too)."""
-        held = self._alone.get(id(op))
-        if held is None:
-            held = self._alone[id(op)] = (op, self._make_step(op, []))
+        """`op` run alone on the values of `env`; nothing of it is kept (Constants decodes one
+        weight at a time)."""
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            self._step(held[1], env, opset)
+            self._step(self._make_step(op, []), env, opset)
 
     def _step(self, step: Step, env: dict, opset: str) -> None:
         op, kernel = step.op, step.kernel
@@ -221,7 +221,7 @@ class Evaluator:
         reader = self._weights.reader(blob.file)
         info = reader.info(blob.offset)               # the record checked against the file
         dt = dtypes.by_name(info.dtype)
-        if not _mappable(dt):
+        if not self.mapped or not _mappable(dt):
             return self._weights.blob_array(blob, vtype)
         from .weight_maps import mapped
         flat = mapped(self._maps, reader.path, np.dtype(dt.numpy), info.data_offset, info.count)
