@@ -9,6 +9,7 @@ import pytest
 from miltext.cli import main as miltext_main
 from miltext.model import unpack
 from miltext.model.text import model_text, read_program_file
+from support import goldens
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -54,7 +55,7 @@ def test_the_readme_lists_every_example():
 
 @pytest.mark.parametrize("source", [p for p in examples() if name_of(p) not in HAND_WRITTEN], ids=name_of)
 def test_example_is_canonical(source):
-    assert model_text(read_program_file(source)) == read(source).decode("utf-8")
+    goldens.compare(source, model_text(read_program_file(source)))
 
 
 @pytest.mark.parametrize("source", [p for p in examples() if p.endswith("model.mil")], ids=name_of)

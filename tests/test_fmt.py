@@ -13,6 +13,7 @@ from miltext.authored.formatter import UnsafeFormat, comment_texts, format_sourc
 from miltext.authored.scan import Scan
 from miltext.model.text import parse_model
 from miltext.text.dialects import COREMLTOOLS
+from support import goldens
 from support.corpus import case_id, print_cases, proto_cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,8 +53,7 @@ FIXTURES = sorted(f for f in os.listdir(CASES) if f.endswith(".mil"))
 @pytest.mark.parametrize("name", FIXTURES)
 def test_fixture_formats_to_its_expected_text(name):
     text = _read(os.path.join(CASES, name))
-    expected = _read(os.path.join(CASES, name + ".expected"))
-    assert _formats_safely(text) == expected
+    goldens.compare(os.path.join(CASES, name + ".expected"), _formats_safely(text))
 
 
 def test_line_ends_and_tabs_do_not_matter():

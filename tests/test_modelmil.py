@@ -12,8 +12,6 @@ import copy
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -41,6 +39,7 @@ from miltext.text import lexemes
 from miltext.text.modelmil.parser import parse_fragment
 from miltext.text.modelmil.printer import operation_text, print_modelmil, value_text
 from miltext.text.modelmil.words import looks_like_modelmil, text_version
+from support.cli import run
 from support.corpus import CORPUS, case_id, corpus_files, proto_cases
 
 COMPILED = corpus_files("modelmil", ".mil") + corpus_files("wild", ".mil")
@@ -581,11 +580,6 @@ def test_a_600_kb_file_reads_in_well_under_a_few_seconds():
 
 
 # ---- the command line -----------------------------------------------------------------------------
-
-def run(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "miltext.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, encoding="utf-8", timeout=120)
-
 
 def _compiled_model(tmp_path, name="Decoder.mlmodelc") -> str:
     """A compiled model folder around a real model.mil; its weight file is junk, which a

@@ -9,6 +9,7 @@ from miltext import op_families, ops
 from miltext.checker import shapes
 from miltext.infer import registry as rules, rules as infer_rules
 from miltext.interpreter import kernels, registry as run
+from support import goldens
 from support.corpus import HERE
 
 DOC = os.path.join(os.path.dirname(HERE), "docs", "ops.md")
@@ -70,12 +71,7 @@ def render() -> str:
 
 
 def test_docs_ops_md_is_what_the_registries_say():
-    text = render()
-    if os.environ.get("UPDATE_GOLDENS") == "1":
-        with open(DOC, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    with open(DOC, encoding="utf-8") as f:
-        assert f.read() == text, "docs/ops.md is stale: run UPDATE_GOLDENS=1 pytest tests/test_ops_doc.py"
+    goldens.compare(DOC, render())
 
 
 def test_every_op_of_the_table_has_a_row_and_every_registered_op_is_in_the_table():
