@@ -51,6 +51,7 @@ OPS = 10_000
 def models() -> dict[str, Path]:
     """The two texts of the converted 10k model, each in a folder with weights/ beside it."""
     import programs
+
     import miltext
     texts = {"mil": OUT / "mil" / "model.mil", "model.mil": OUT / "modelmil" / "model.mil"}
     if all(p.exists() for p in texts.values()):
@@ -194,7 +195,7 @@ def measure(command, env, cwd, path: Path, dialect: str, reps: int) -> dict:
         return time.perf_counter()
 
     edits = []
-    for i in range(reps):  # type a letter, then take it out: the text stays the same
+    for _ in range(reps):  # type a letter, then take it out: the text stays the same
         sent = change("q", column)
         at, _ = s.diagnostics(version)
         edits.append(at - sent)

@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 
-from .. import dtypes
-from .. import ops as op_table
+from .. import dtypes, ops as op_table
 from ..ir import TensorType, Value
 from .errors import InferenceError, Unsupported
 from .symbols import Sym, fully_known, known
