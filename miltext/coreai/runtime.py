@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 from ..errors import InputError
 
-INSTALL = ("pip install --pre 'coreai-core' (or, from a miltext checkout, "
-           "pip install -e '.[coreai]')")
+INSTALL = ("`pip install --pre coreai-core`, or in a miltext checkout "
+           "`pip install -e '.[coreai]'`")
 
 
 def require():
@@ -84,9 +84,66 @@ def asset_text(path: str) -> str:
     return module.operation.get_asm(large_elements_limit=16, large_resource_limit=64)
 
 
+class RuntimeFailure(Exception):
+    """Core AI's runtime could not compile or run a function: its own words, or how it died."""
+
+
 def run(path: str, function: str, inputs: dict, states: dict | None = None, steps: int = 1) -> list:
     """The outputs (name -> numpy) of `function` of the `.aimodel` at `path`, once per step; the
-    states (name -> numpy, updated in place as the runtime writes them) carry over the steps."""
+    states (name -> numpy, updated in place as the runtime writes them) carry over the steps.
+    The runtime works in a process of its own: when its compiler crashes (it can, on a graph
+    it cannot lower), RuntimeFailure says so and this process lives on."""
+    import signal
+    import subprocess
+    import tempfile
+    import numpy as np
+    require()
+    states = {} if states is None else states
+    with tempfile.TemporaryDirectory(prefix="miltext-coreai-") as work:
+        sent, got, said = (os.path.join(work, n) for n in ("in.npz", "out.npz", "error.txt"))
+        np.savez(sent, **{f"input:{k}": v for k, v in inputs.items()},
+                 **{f"state:{k}": v for k, v in states.items()})
+        code = f"from miltext.coreai.runtime import _child; _child({path!r}, {function!r}, {steps}, {work!r})"
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        done = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if done.returncode < 0:
+            name = signal.Signals(-done.returncode).name
+            raise RuntimeFailure(f"it crashed ({name}) compiling or running the graph")
+        if done.returncode != 0 or not os.path.exists(got):
+            words = open(said).read() if os.path.exists(said) else done.stderr.decode(errors="replace")
+            raise RuntimeFailure(words.strip() or f"Core AI's runtime stopped (exit {done.returncode})")
+        with np.load(got) as found:
+            results = [{} for _ in range(steps)]
+            for key in found.files:
+                kind, _, name = key.partition(":")
+                if kind == "state":
+                    states[name][...] = found[key]
+                else:
+                    results[int(kind)][name] = found[key]
+    return results
+
+
+def _child(path: str, function: str, steps: int, work: str) -> None:
+    """The runtime's side of `run`: inputs and states from work/in.npz, each step's outputs
+    and the states it leaves to work/out.npz, the runtime's error to work/error.txt."""
+    import numpy as np
+    loaded = np.load(os.path.join(work, "in.npz"))
+    inputs = {k.partition(":")[2]: loaded[k] for k in loaded.files if k.startswith("input:")}
+    states = {k.partition(":")[2]: loaded[k] for k in loaded.files if k.startswith("state:")}
+    try:
+        results = _run_here(path, function, inputs, states, steps)
+    except Exception as e:
+        with open(os.path.join(work, "error.txt"), "w") as f:
+            f.write(str(e))
+        sys.exit(3)
+    np.savez(os.path.join(work, "out.npz"), **{f"{i}:{k}": v for i, r in enumerate(results) for k, v in r.items()},
+             **{f"state:{k}": v for k, v in states.items()})
+
+
+def _run_here(path: str, function: str, inputs: dict, states: dict, steps: int) -> list:
     import asyncio
     authoring, runtime, _ = require()
 
