@@ -19,10 +19,11 @@ CONVERSIONS = os.path.join(HERE, "corpus", "conversions")
 PORTED = ["bert", "bert_enumerated", "bert_fp32", "convnext", "efficientnet_flexible", "gpt2",
           "gpt2_built_mask", "gpt2_exported", "gpt2_int4_blockwise", "gpt2_int8", "gpt2_palettized",
           "gpt2_palettized_scaled", "mobilenet", "resnet", "resnet_enumerated", "resnet_int8_ios16",
-          "swin", "vit_exported", "whisper_encoder", "llama_kv_cache", "llama_multifunction", "gru"]
+          "swin", "vit_exported", "whisper_encoder", "llama_kv_cache", "llama_multifunction", "gru",
+          "vit_flexible_batch"]
 STATEFUL = {"llama_kv_cache", "llama_multifunction"}      # run over three steps, states carried
 # Those that do not, and the op (or the reason) the error names.
-REFUSED = {"detr": "tile gives", "vit_flexible_batch": "which is not static", "lstm": "lstm", "unet": "upsample_bilinear",
+REFUSED = {"detr": "Core AI's runtime cannot run main: it crashed (SIGSEGV)", "lstm": "lstm", "unet": "upsample_bilinear",
            "gpt2_pruned": "constexpr_sparse_to_dense", "gpt2_pruned_palettized": "constexpr_lut_to_sparse"}
 
 
@@ -140,7 +141,8 @@ def test_a_conversion_that_does_not_port_names_why(name, tmp_path, capsys):
     assert main(["port", conversion(name, tmp_path), "-o", str(out)]) == 1
     err = capsys.readouterr().err
     assert ": error: " in err and REFUSED[name] in err and "Traceback" not in err
-    assert not out.exists()
+    # a lowering error writes nothing; a port Core AI's runtime cannot run is written, unverified
+    assert out.exists() == ("runtime" in REFUSED[name])
 
 
 def test_an_op_without_lowering_is_named_at_its_line(tmp_path, capsys):
@@ -223,7 +225,7 @@ def test_without_coreai_core_port_says_how_to_install_it(tmp_path, capsys, monke
     monkeypatch.setitem(sys.modules, "coreai.authoring", None)
     assert main(["port", os.path.join(EXAMPLES, "mlp", "model.mil"), "-o", str(tmp_path / "m.aimodel")]) == 1
     err = capsys.readouterr().err
-    assert "pip install --pre 'coreai-core'" in err and "Traceback" not in err
+    assert "`pip install --pre coreai-core`" in err and "Traceback" not in err
     assert not (tmp_path / "m.aimodel").exists()
 
 

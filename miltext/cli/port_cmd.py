@@ -82,7 +82,7 @@ def _static(args, model, given: dict):
         if not sep or any(d <= 0 for d in pins[name.lstrip("%")]):
             raise InputError(f"--shape {spec!r}: write NAME=D,D,... with dims above 0, such as ids=1,8")
     try:
-        return pinned(model.program, pins, described_shapes(model.spec))
+        return pinned(model.program, pins, described_shapes(model.spec), model.folder)
     except PortError as e:
         raise InputError(f"{display_name(args.model)}: error: {e.message}") from None
 

@@ -23,10 +23,11 @@ def described_shapes(spec) -> dict:
     return shapes
 
 
-def pinned(program, pins: dict, described: dict):
+def pinned(program, pins: dict, described: dict, weights: str | None = None):
     """`program` itself when every input is static, else a copy whose flexible inputs take a
-    static shape (see the module's doc) and whose types are inferred again. Also the shapes
-    chosen: function -> input -> shape, for the report."""
+    static shape (see the module's doc) and whose types are inferred again; a shape inference
+    cannot fix (a `tile` whose reps come from run-time shapes) is recorded from interpreter
+    runs (`recorded`). Also the shapes chosen: function -> input -> shape, for the report."""
     chosen = {}
     for name, fn in program.functions.items():
         for var in fn.inputs:
@@ -54,7 +55,46 @@ def pinned(program, pins: dict, described: dict):
     except InferenceError as e:
         raise PortError(f"the program's types cannot be inferred at the input shapes "
                         f"{_said(chosen)}: {e.message}") from None
+    for name in chosen:
+        recorded(program, name, weights)
     return program, chosen
+
+
+RECORDING_RUNS = 2      # runs on different made-up inputs: a shape must be the same in each
+
+
+def recorded(program, function: str, weights: str | None) -> None:
+    """Give each output of `function` whose inferred shape is not static the shape it takes when
+    the interpreter runs it, at the pinned input shapes, on made-up inputs. A shape that differs
+    between runs (on other values, or from one pass of a loop to the next) depends on the
+    data and stays unknown (the lowering then names the op); so does every shape when the
+    interpreter cannot run the function."""
+    from ..interpreter import RunError
+    from ..interpreter.session import Session
+    from ..ir.walk import operations
+    from .verify import generated
+    fn = program.functions[function]
+    flexible = {out.name: out for op in operations(fn) for out in op.outputs
+                if isinstance(out.type, TensorType) and not out.type.is_static}
+    if not flexible:
+        return
+    seen: dict = {}
+
+    def observe(_function, _path, _op, values):
+        for name, value in values.items():
+            if name in flexible:
+                seen.setdefault(name, set()).add(tuple(getattr(value, "shape", ())))
+    try:
+        with Session(program, weights=weights) as session:
+            for seed in range(RECORDING_RUNS):
+                inputs, states = generated(fn, {}, seed)
+                session.run(inputs, function, states, observer=observe)
+    except (RunError, ValueError, MemoryError):
+        return
+    for name, shapes in seen.items():
+        declared = flexible[name].type
+        if len(shapes) == 1 and len(next(iter(shapes))) == len(declared.shape):
+            flexible[name].type = TensorType(declared.dtype, next(iter(shapes)))
 
 
 def _shape(name: str, t: TensorType, pins: dict, described: dict) -> tuple:
