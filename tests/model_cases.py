@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import corpus_files
+from support.corpus import corpus_files
 
 PACKAGES = corpus_files("coremltools", ".mlpackage")
 LARGEST = max(PACKAGES, key=lambda p: os.path.getsize(os.path.join(p, "Data", "com.apple.CoreML", "weights", "weight.bin")))
@@ -54,6 +54,21 @@ def assert_clean_failure(result, status: int = 1):
     assert result.stdout == ""
     assert result.stderr.strip()
     assert "Traceback" not in result.stderr, result.stderr
+
+
+def snapshot(path) -> dict | bytes:
+    """Everything at `path`, byte for byte: a file's bytes, or each file of a folder by its path."""
+    path = str(path)
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            return f.read()
+    found = {}
+    for root, _, names in os.walk(path):
+        for name in names:
+            full = os.path.join(root, name)
+            with open(full, "rb") as f:
+                found[os.path.relpath(full, path)] = f.read()
+    return found
 
 
 def leftovers(folder) -> list:

@@ -11,11 +11,11 @@ import re
 import pytest
 
 import miltext
-from conftest import case_id, corpus_files, proto_cases
 from miltext.ir import Block, Function, Operation, Program, TensorType, Value, Var
 from miltext.text import lexemes
 from miltext.text.modelmil import words
 from miltext.text.modelmil.printer import print_modelmil
+from support.corpus import case_id, corpus_files, proto_cases
 
 APPLE_FILES = corpus_files("modelmil", ".mil") + corpus_files("wild", ".mil")
 GRAMMARS = os.path.join(os.path.dirname(__file__), "..", "grammar")
@@ -241,19 +241,10 @@ UNKNOWN = {"varint": bytes([0xA0, 0x06, 0x96, 0x01]), "bytes": bytes([0xAA, 0x06
 
 def _messages(msg, kinds: dict) -> None:
     """The first message of each kind in `msg` (Program, Function, Block, Operation, ...)."""
+    from miltext.ir.unknown import parts
     kinds.setdefault(msg.DESCRIPTOR.name, msg)
-    for field, value in msg.ListFields():
-        if field.message_type is None:
-            continue
-        if field.message_type.GetOptions().map_entry:
-            if field.message_type.fields_by_name["value"].message_type is not None:
-                for key in sorted(value):
-                    _messages(value[key], kinds)
-        elif field.is_repeated:
-            for item in value:
-                _messages(item, kinds)
-        else:
-            _messages(value, kinds)
+    for _, part in parts(msg):
+        _messages(part, kinds)
 
 
 INJECTED_CASES = ["coremltools/activations.pb", "coremltools/cond_basic.pb", "coremltools/cast_all_dtypes.pb",
@@ -264,7 +255,7 @@ INJECTED_CASES = ["coremltools/activations.pb", "coremltools/cond_basic.pb", "co
 @pytest.mark.parametrize("wire", sorted(UNKNOWN))
 def test_unknown_fields_in_every_kind_of_message_survive_proto_text_proto(case, wire):
     from miltext.proto import schema
-    from conftest import CORPUS
+    from support.corpus import CORPUS
     msg = schema.Program.FromString(open(os.path.join(CORPUS, case), "rb").read())
     kinds: dict = {}
     _messages(msg, kinds)
@@ -286,8 +277,8 @@ def test_unknown_fields_in_every_kind_of_message_survive_proto_text_proto(case, 
 
 def test_check_warns_of_unknown_fields_and_model_mil_refuses_them():
     from miltext.checker import check
-    from conftest import CORPUS
     from miltext.proto import schema
+    from support.corpus import CORPUS
     msg = schema.Program.FromString(open(os.path.join(CORPUS, "coremltools", "activations.pb"), "rb").read())
     msg.MergeFromString(UNKNOWN["varint"])
     program = Program.from_proto(msg.SerializeToString(deterministic=True))
@@ -319,8 +310,8 @@ def test_unknown_fields_of_the_wrong_type_are_a_parse_error():
 @pytest.mark.parametrize("code", [-1, 99])
 def test_check_reports_a_dtype_code_that_is_not_a_dtype(code):
     from miltext.checker import check
-    from conftest import CORPUS
     from miltext.proto import schema
+    from support.corpus import CORPUS
     data = open(os.path.join(CORPUS, "coremltools", "activations.pb"), "rb").read()
     assert not check(Program.from_proto(data))
     msg = schema.Program.FromString(data)

@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
-from conftest import CORPUS
 from miltext.cli import main
+from model_cases import snapshot
+from support.corpus import CORPUS
 
 PACKAGE = os.path.join(CORPUS, "coremltools", "torch_mlp.mlpackage")
 
@@ -54,28 +55,18 @@ COMMANDS = {"print": ["print", "m.mlpackage"], "unpack": ["unpack", "m.mlpackage
             "diff": ["diff", "m.mlpackage", "m.mlpackage"]}
 
 
-def _files(folder) -> dict:
-    found = {}
-    for root, _, names in os.walk(folder):
-        for name in names:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, folder)] = f.read()
-    return found
-
-
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_a_manifest_of_any_shape_is_one_clear_error(tmp_path, monkeypatch, capfd, shape, command):
     package = tmp_path / "m.mlpackage"
     shutil.copytree(PACKAGE, package)
     (package / "Manifest.json").write_bytes(SHAPES[shape])
-    before = _files(tmp_path)
+    before = snapshot(tmp_path)
     monkeypatch.chdir(tmp_path)
     status = main(COMMANDS[command])
     out, err = capfd.readouterr()
     assert "internal error" not in out + err and "Traceback" not in out + err, out + err
-    assert _files(tmp_path) == before  # nothing written, the package as it was
+    assert snapshot(tmp_path) == before  # nothing written, the package as it was
     if command == "textconv":  # git's textconv never fails: the reason is what it prints
         assert status in (0, None)
         assert out.startswith("# miltext: not shown as MIL text (") and "Manifest.json" in out.split("\n")[0], out

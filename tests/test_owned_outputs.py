@@ -18,26 +18,11 @@ import pytest
 from miltext import files
 from miltext.errors import InputError
 from miltext.model import read_model, write_model
-from model_cases import assert_clean_failure, leftovers, miltext as run
+from model_cases import assert_clean_failure, leftovers, miltext as run, snapshot
 
 HEAD = "main[CoreML7](%x: (2, fp32)) {\n  block0() {\n"
 TAIL = "  } -> (%y)\n}\n"
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-
-
-def snapshot(path) -> dict | bytes:
-    """Everything at `path`, byte for byte: a file's bytes, or each file of a folder by its path."""
-    path = str(path)
-    if os.path.isfile(path):
-        with open(path, "rb") as f:
-            return f.read()
-    found = {}
-    for root, _, names in os.walk(path):
-        for name in names:
-            full = os.path.join(root, name)
-            with open(full, "rb") as f:
-                found[os.path.relpath(full, path)] = f.read()
-    return found
 
 
 def example(tmp_path, name="mlp") -> str:
