@@ -23,7 +23,7 @@ PORTED = ["bert", "bert_enumerated", "bert_fp32", "convnext", "efficientnet_flex
           "vit_flexible_batch"]
 STATEFUL = {"llama_kv_cache", "llama_multifunction"}      # run over three steps, states carried
 # Those that do not, and the op (or the reason) the error names.
-REFUSED = {"detr": "Core AI's runtime cannot run main: it crashed (SIGSEGV)", "lstm": "lstm", "unet": "upsample_bilinear",
+REFUSED = {"detr": "Core AI's runtime cannot run main: it crashed (SIGSEGV)", "lstm": "lstm", "unet": "conv_transpose",
            "gpt2_pruned": "constexpr_sparse_to_dense", "gpt2_pruned_palettized": "constexpr_lut_to_sparse"}
 
 
@@ -127,6 +127,19 @@ def test_a_state_example_keeps_every_write(tmp_path, capsys):
     report = errors_of(capsys.readouterr().out)
     assert set(report) == {"mul_0", "acc (state)", "cnt (state)"}
     assert all(abs_err == 0 for abs_err, _ in report.values())
+
+
+@pytest.mark.parametrize("align", ["True", "False"])
+def test_upsample_bilinear_ports_as_interpolate(align, tmp_path, capsys):
+    coreai()
+    path = tmp_path / "up.mil"
+    path.write_text("main[CoreML7](%x: (1, 2, 3, 4, fp32)) {\n  block0() {\n"
+                    "    %y: (1, 2, 6, 8, fp32) = upsample_bilinear(x=%x, scale_factor_height=2.0, "
+                    f"scale_factor_width=2.0, align_corners={align}, name=\"y\")\n  }} -> (%y)\n}}\n")
+    out = tmp_path / "up.aimodel"
+    assert main(["port", str(path), "-o", str(out)]) == 0
+    assert errors_of(capsys.readouterr().out)["y"][0] < 1e-6
+    assert "coreai.interpolate %" in _printed(out)
 
 
 def _printed(aimodel) -> str:
