@@ -13,19 +13,7 @@ import miltext
 from miltext.model import pack, read_model, unpack
 from miltext.model.text import model_text
 from miltext.model.weights import WeightReader, replace_blob, write_weights
-from model_cases import (
-    LARGEST,
-    PACKAGES,
-    assert_clean_failure,
-    copy_package,
-    coremltools_model,
-    leftovers,
-    miltext as run,
-    mlmodel_of,
-    name_of,
-    read,
-    weights_of,
-)
+from model_cases import LARGEST, PACKAGES, assert_clean_failure, copy_package, coremltools_model, leftovers, miltext as run, mlmodel_of, name_of, read, weights_of
 
 TORCH_MLP = next(p for p in PACKAGES if name_of(p) == "torch_mlp")
 SOME = [p for p in PACKAGES if name_of(p) in ("torch_mlp", "torch_classifier_strings", "flex_rangedim_torch",

@@ -8,18 +8,7 @@ import re
 import pytest
 
 from miltext.model import read_model
-from model_cases import (
-    LARGEST,
-    PACKAGES,
-    assert_clean_failure,
-    copy_package,
-    leftovers,
-    miltext as run,
-    mlmodel_of,
-    name_of,
-    read,
-    weights_of,
-)
+from model_cases import LARGEST, PACKAGES, assert_clean_failure, copy_package, leftovers, miltext as run, mlmodel_of, name_of, read, weights_of
 
 TORCH_MLP = next(p for p in PACKAGES if name_of(p) == "torch_mlp")
 

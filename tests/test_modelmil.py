@@ -18,23 +18,7 @@ import numpy as np
 import pytest
 
 import miltext
-from miltext.ir import (
-    MISSING,
-    UNSET_DIM,
-    VARIADIC,
-    Blob,
-    Block,
-    DictData,
-    DictType,
-    ListData,
-    ListType,
-    TensorData,
-    TensorType,
-    TupleData,
-    TupleType,
-    UnknownType,
-    Value,
-)
+from miltext.ir import MISSING, UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, ListData, ListType, TensorData, TensorType, TupleData, TupleType, UnknownType, Value
 from miltext.text import lexemes
 from miltext.text.modelmil.parser import parse_fragment
 from miltext.text.modelmil.printer import operation_text, print_modelmil, value_text

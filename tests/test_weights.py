@@ -11,15 +11,7 @@ import pytest
 from miltext import dtypes, packing
 from miltext.model import read_model
 from miltext.model.blobs import references
-from miltext.model.weights import (
-    BLOB_CODES,
-    WeightFileError,
-    WeightReader,
-    WeightWriter,
-    describe,
-    replace_blob,
-    write_weights,
-)
+from miltext.model.weights import BLOB_CODES, WeightFileError, WeightReader, WeightWriter, describe, replace_blob, write_weights
 from model_cases import PACKAGES, name_of, read, weights_of
 
 

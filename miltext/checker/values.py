@@ -7,21 +7,7 @@ import os
 from functools import partial
 
 from .. import dtypes
-from ..ir import (
-    Blob,
-    DictData,
-    DictType,
-    Elided,
-    EmptyImmediate,
-    ListData,
-    ListType,
-    StateType,
-    TensorData,
-    TensorType,
-    TupleData,
-    TupleType,
-    WeightRef,
-)
+from ..ir import Blob, DictData, DictType, Elided, EmptyImmediate, ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType, WeightRef
 from ..ir.values import decode_tensor
 from ..model.weights import WeightFileError
 from .compat import compatible, describe

@@ -12,21 +12,7 @@ import binascii
 import numpy as np
 
 from .. import dtypes, packing
-from ..ir import (
-    DictData,
-    DictType,
-    Elided,
-    EmptyImmediate,
-    ListData,
-    ListType,
-    StateType,
-    TensorData,
-    TensorType,
-    TupleData,
-    TupleType,
-    UnknownType,
-    Value,
-)
+from ..ir import DictData, DictType, Elided, EmptyImmediate, ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType, UnknownType, Value
 from ..ir.values import FIELD_NUMPY, encode_tensor
 from .lexemes import LiteralError, NanBits  # noqa: F401 - LiteralError is this module's error too
 

@@ -8,44 +8,11 @@ from sys import intern  # a var name is used many times and mostly equals its op
 from lark import Token
 
 from ... import dtypes
-from ...ir import (
-    UNSET_DIM,
-    VARIADIC,
-    Blob,
-    Block,
-    DictData,
-    DictType,
-    Function,
-    ListType,
-    Operation,
-    Program,
-    StateType,
-    TensorType,
-    TupleType,
-    UnknownType,
-    Value,
-    Var,
-    WeightRef,
-)
+from ...ir import UNSET_DIM, VARIADIC, Blob, Block, DictData, DictType, Function, ListType, Operation, Program, StateType, TensorType, TupleType, UnknownType, Value, Var, WeightRef
 from ...ir.types import MISSING, NO_ATTRIBUTES
 from .. import blob_layout, lexemes, lexicon
 from ..building import Attrs, Bindings, TextBuilder
-from ..literals import (
-    ABSENT,
-    B64,
-    ELIDED,
-    EMPTY_IMMEDIATE,
-    DictLit,
-    Group,
-    LiteralError,
-    NumLit,
-    Ref,
-    default_value,
-    prepared,
-    storage_escape,
-    string_value,
-    typed_value,
-)
+from ..literals import ABSENT, B64, ELIDED, EMPTY_IMMEDIATE, DictLit, Group, LiteralError, NumLit, Ref, default_value, prepared, storage_escape, string_value, typed_value
 from ..numbers import FLOAT_MARK, NUMBER, WHITESPACE, read_numbers
 from ..parse_errors import BuildFailure, place_of
 from ..section_syntax import Call, Feature, Section

@@ -18,24 +18,7 @@ from lark.exceptions import UnexpectedInput
 from ... import dtypes
 from ...bulk import bulk
 from ...errors import ParseError
-from ...ir import (
-    Blob,
-    Block,
-    DictData,
-    DictType,
-    Function,
-    ListData,
-    ListType,
-    Operation,
-    Program,
-    StateType,
-    TensorData,
-    TensorType,
-    TupleData,
-    TupleType,
-    Value,
-    Var,
-)
+from ...ir import Blob, Block, DictData, DictType, Function, ListData, ListType, Operation, Program, StateType, TensorData, TensorType, TupleData, TupleType, Value, Var
 from ...ir.values import encode_tensor
 from .. import lexemes
 from ..building import Attrs, Bindings, TextBuilder, fail, located

@@ -13,21 +13,7 @@ from __future__ import annotations
 from ... import dtypes
 from ...bulk import bulk
 from ...errors import ProgramError
-from ...ir import (
-    MISSING,
-    VARIADIC,
-    Blob,
-    DictData,
-    DictType,
-    ListData,
-    ListType,
-    StateType,
-    TensorData,
-    TensorType,
-    TupleData,
-    TupleType,
-    Value,
-)
+from ...ir import MISSING, VARIADIC, Blob, DictData, DictType, ListData, ListType, StateType, TensorData, TensorType, TupleData, TupleType, Value
 from .. import lexemes
 from .words import IOS_OF_OPSET, VERSION_1_0, VERSION_1_3, name_problem, op_type_problem, read_version, text_version
 
