@@ -44,9 +44,9 @@ def run(args) -> int:
     from ..coreai import runtime
     runtime.require()                     # before anything is read: say how to install it
     from ..files import claim_output
+    from ..interpreter.limits import Limits
     from ..model.io import read_model
     from .run_cmd import _named
-    from ..interpreter.limits import Limits
     output = claim_output(args.output.rstrip("/"), OWNED, False, [args.model])
     mlir_out = claim_output(args.mlir, None, False, [args.model]) if args.mlir else None
     given = dict(_named(spec, Limits()) for spec in args.input)
@@ -127,6 +127,7 @@ def _write(text: str, output: str) -> None:
     place: a failed save leaves `output` as it was."""
     import shutil
     import tempfile
+
     from ..coreai import runtime
     from ..errors import InputError
     parent = os.path.dirname(os.path.abspath(output))

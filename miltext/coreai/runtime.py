@@ -96,6 +96,7 @@ def run(path: str, function: str, inputs: dict, states: dict | None = None, step
     import signal
     import subprocess
     import tempfile
+
     import numpy as np
     require()
     states = {} if states is None else states
