@@ -275,6 +275,13 @@ class Reading:
         if self.blob_error is not None:
             self.errors = sorted(self.errors + [self.blob_error])
 
+    def of_its_ops(self, kept: dict) -> dict:
+        """Those of `kept` (what was worked out for top-level ops, by id of the op, each holding
+        its op) whose op is one of this reading's: a text read again as a whole keeps the ops
+        whose text is the same."""
+        alive = {id(op) for p in self.pieces for op in p.ops}
+        return {key: found for key, found in kept.items() if key in alive}
+
     def broken_names(self) -> set:
         """The names the ops that do not parse seem to declare."""
         return {name for p in self.pieces if p.errors for name in self.seemingly_declared(p)}

@@ -78,18 +78,25 @@ class Types:
         if len(self.last_good) > 2 * len(self.entries) + 1000:
             self.last_good = {}
         replaced = reading.replaced if reading.added is not None else None
-        if replaced is None:
+        if reading.changed is None:
             self.entries = {}
             return
-        changed = reading.changed
-        first = changed[0] if changed else 0
+        first = reading.changed[0]
+        if replaced is None:   # read again as a whole (a brace put back): the ops it kept keep their results
+            self.entries = reading.of_its_ops(self.entries)
+            self._changed_at(first)
+            return
         if not self._neutral(replaced, reading.added, previous._broken_names):
-            for i in range(len(self.since) - 1):
-                if self.since[i] > first:
-                    self.since[i] = first
+            self._changed_at(first)
         for p in replaced:
             for op in p.ops:
                 self.entries.pop(id(op), None)
+
+    def _changed_at(self, first: int) -> None:
+        """What was looked at before this reading stands above line `first` only."""
+        for i in range(len(self.since) - 1):
+            if self.since[i] > first:
+                self.since[i] = first
 
     def _neutral(self, replaced: list, added: list, broken_before: dict) -> bool:
         """Whether the ops an edit put in give the names they declare the results the ops it

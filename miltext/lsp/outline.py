@@ -79,12 +79,15 @@ class Outlines:
 
     def __init__(self, reading, previous: "Outlines | None" = None):
         self.kept: dict = {}
-        if previous is None or reading.added is None:
+        if previous is None or reading.changed is None:
             return
         self.kept, previous.kept = previous.kept, {}
-        for p in reading.replaced:
-            for op in p.ops:
-                self.kept.pop(id(op), None)
+        if reading.added is None:   # read again as a whole: the ops it kept keep their JSON
+            self.kept = reading.of_its_ops(self.kept)
+        else:
+            for p in reading.replaced:
+                for op in p.ops:
+                    self.kept.pop(id(op), None)
         if reading.changed is not None:   # an edit between ops (a comment) changes the end of the one before
             i = bisect_right(reading.pieces, reading.changed[0], key=lambda p: p.start) - 1
             if i >= 0:
