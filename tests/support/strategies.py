@@ -4,30 +4,9 @@ import numpy as np
 from hypothesis import HealthCheck, settings, strategies as st
 
 from miltext import dtypes, packing
-from miltext.ir import (
-    MISSING,
-    UNSET_DIM,
-    VARIADIC,
-    Blob,
-    Block,
-    DictData,
-    DictType,
-    EmptyImmediate,
-    Function,
-    ListData,
-    ListType,
-    Operation,
-    Program,
-    StateType,
-    TensorData,
-    TensorType,
-    TupleData,
-    TupleType,
-    UnknownType,
-    Value,
-    Var,
-)
-from miltext.ir.values import FIELD_NUMPY, encode_tensor
+from miltext.ir.program import Block, Function, Operation, Program, Var
+from miltext.ir.types import MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType, TupleType, UnknownType
+from miltext.ir.values import FIELD_NUMPY, Blob, DictData, EmptyImmediate, ListData, TensorData, TupleData, Value, encode_tensor
 
 INT64 = st.integers(-2**63, 2**63 - 1)
 UINT64 = st.integers(0, 2**64 - 1)

@@ -13,27 +13,8 @@ import base64
 
 from ... import dtypes, ops, packing
 from ...bulk import bulk
-from ...ir import (
-    MISSING,
-    UNSET_DIM,
-    VARIADIC,
-    Blob,
-    DictData,
-    DictType,
-    Elided,
-    EmptyImmediate,
-    ListData,
-    ListType,
-    StateType,
-    TensorData,
-    TensorType,
-    TupleData,
-    TupleType,
-    UnknownType,
-    Value,
-    WeightRef,
-)
-from ...ir.values import DEFAULT_WEIGHT_FILE
+from ...ir.types import MISSING, UNSET_DIM, VARIADIC, DictType, ListType, StateType, TensorType, TupleType, UnknownType
+from ...ir.values import DEFAULT_WEIGHT_FILE, Blob, DictData, Elided, EmptyImmediate, ListData, TensorData, TupleData, Value, WeightRef
 from .. import blob_layout, lexemes
 
 INLINE_LIMIT = 64   # tensors up to this many elements are written as decimals, larger as b64
