@@ -58,6 +58,14 @@ class OpTable(dict):
         self.find("")
         return self
 
+    def register(self, *op_types: str):
+        """A decorator that enters the function it decorates under each of `op_types`."""
+        def enter(fn):
+            for op_type in op_types:
+                self[op_type] = fn
+            return fn
+        return enter
+
 
 def family_of(fn) -> str:
     """The family of a registered function: the name of the module that defines it."""

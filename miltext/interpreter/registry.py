@@ -2,28 +2,12 @@
 array, or a tuple of arrays for an op with several outputs."""
 from __future__ import annotations
 
-from ..op_families import load
+from ..op_families import OpTable
 
-_KERNELS: dict = {}
-_FAMILIES = f"{__package__}.kernels"     # one module of kernels per op family
-_loaded = False
-
-
-def kernel(*op_types: str):
-    def register(fn):
-        for op_type in op_types:
-            _KERNELS[op_type] = fn
-        return fn
-    return register
-
-
-def find(op_type: str):
-    global _loaded
-    if not _loaded:
-        _loaded = load(_FAMILIES)
-    return _KERNELS.get(op_type)
+_KERNELS = OpTable(f"{__package__}.kernels")     # op type -> kernel; one module of kernels per op family
+kernel = _KERNELS.register      # @kernel("op", ...) in a family module
+find = _KERNELS.find            # the kernel of an op type, or None
 
 
 def supported() -> list:
-    find("")
-    return sorted(_KERNELS)
+    return sorted(_KERNELS.full())
