@@ -166,19 +166,22 @@ def test_no_import_circle_between_modules_but_the_known_ones(graph):
     assert [part for part in found if not any(set(part) <= allowed for allowed in ALLOWED_MODULE_CYCLES)] == []
 
 
+def graph_of_package(tmp_path, files: dict) -> dict:
+    """The import graph of a package `pkg` made in tmp_path of `files` (path -> text)."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return import_graph(modules(str(tmp_path), "pkg"))
+
+
 def test_the_finder_sees_lazy_relative_and_package_level_circles(tmp_path):
     """The finder itself: a circle through a lazy import and a relative one is found, at both
     levels; one through TYPE_CHECKING is not."""
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    files = {"__init__.py": "", "a/__init__.py": "", "b/__init__.py": "",
-             "a/x.py": "from ..b import y\n",
-             "b/y.py": "def f():\n    from ..a.x import g\n",
-             "b/z.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import w\n",
-             "b/w.py": "from . import z\n"}
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    g = import_graph(modules(str(tmp_path), "pkg"))
+    g = graph_of_package(tmp_path, {"__init__.py": "", "a/__init__.py": "", "b/__init__.py": "",
+                                    "a/x.py": "from ..b import y\n",
+                                    "b/y.py": "def f():\n    from ..a.x import g\n",
+                                    "b/z.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import w\n",
+                                    "b/w.py": "from . import z\n"})
     assert cycles(g) == [{"pkg.a.x", "pkg.b.y"}]
     assert cycles(package_graph(g)) == [{"pkg.a", "pkg.b"}]
 
@@ -216,15 +219,10 @@ def test_no_import_runs_up_the_layers(graph):
 def test_the_layer_finder_sees_a_lazy_import_up(tmp_path):
     """The layer rule itself: a lazy relative import from a low layer up is found, the most
     specific entry decides a module's layer, and an import down is fine."""
-    (tmp_path / "low").mkdir()
-    (tmp_path / "high").mkdir()
-    files = {"__init__.py": "", "low/__init__.py": "", "high/__init__.py": "",
-             "low/a.py": "def f():\n    from ..high import b\n",
-             "low/c.py": "from ..high import b\n",
-             "high/b.py": "from ..low import a\n"}
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    g = import_graph(modules(str(tmp_path), "pkg"))
+    g = graph_of_package(tmp_path, {"__init__.py": "", "low/__init__.py": "", "high/__init__.py": "",
+                                    "low/a.py": "def f():\n    from ..high import b\n",
+                                    "low/c.py": "from ..high import b\n",
+                                    "high/b.py": "from ..low import a\n"})
     layers = [{"", "low"}, {"high"}]
     assert upward_imports(g, "pkg", layers) == [("pkg.low.a", "pkg.high.b"), ("pkg.low.c", "pkg.high.b")]
     layers = [{"", "low"}, {"high", "low.c"}]       # low.c by name, above the rest of low
