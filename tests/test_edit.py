@@ -51,6 +51,14 @@ def run_edit(model: str, out: str, *flags) -> int:
     return main(["edit", model, "-o", out, *flags])
 
 
+def edited_package(tmp_path, model: str, *flags) -> tuple[str, str]:
+    """The model's text before, and the package `edit model -o out.mlpackage *flags` writes."""
+    before = file_text(model)
+    out = str(tmp_path / "out.mlpackage")
+    assert run_edit(model, out, *flags) == 0
+    return before, out
+
+
 def changed(old: str, new: str) -> tuple[list, list]:
     """The lines removed from `old` and those added in `new`, line by line."""
     removed, added = [], []
@@ -80,9 +88,7 @@ def coremltools_program(path: str):
 @pytest.mark.parametrize("name", ["gpt2", "gpt2_palettized", "bert"])
 def test_rename_input_changes_exactly_the_lines_naming_it(name, tmp_path, capsys):
     model = package(tmp_path, name)
-    before = file_text(model)
-    out = str(tmp_path / "out.mlpackage")
-    assert run_edit(model, out, "--rename-input", "ids=tokens") == 0
+    before, out = edited_package(tmp_path, model, "--rename-input", "ids=tokens")
     after = file_text(out)
     assert after == renamed(before, "ids", "tokens")
     removed, added = changed(before, after)
@@ -96,9 +102,7 @@ def test_rename_input_changes_exactly_the_lines_naming_it(name, tmp_path, capsys
 
 def test_rename_output_and_expose_change_exactly_those_lines(tmp_path):
     model = package(tmp_path, "gpt2_int4_blockwise")
-    before = file_text(model)
-    out = str(tmp_path / "out.mlpackage")
-    assert run_edit(model, out, "--expose", "var_235_cast_fp16", "--rename-output", "logits=scores") == 0
+    before, out = edited_package(tmp_path, model, "--expose", "var_235_cast_fp16", "--rename-output", "logits=scores")
     after = file_text(out)
     removed, added = changed(renamed(before, "logits", "scores"), after)
     assert removed == ["  } -> (%scores)"]
@@ -112,9 +116,7 @@ def test_rename_output_and_expose_change_exactly_those_lines(tmp_path):
 
 def test_remove_output_changes_its_feature_and_the_block_outputs(tmp_path):
     model = package(tmp_path, "bert")
-    before = file_text(model)
-    out = str(tmp_path / "out.mlpackage")
-    assert run_edit(model, out, "--remove-output", "pooled") == 0
+    before, out = edited_package(tmp_path, model, "--remove-output", "pooled")
     removed, added = changed(before, file_text(out))
     assert removed == [line for line in before.splitlines() if line.startswith("  output %pooled")] + \
         ["  } -> (%hidden, %pooled)"]
@@ -125,9 +127,7 @@ def test_remove_output_changes_its_feature_and_the_block_outputs(tmp_path):
 
 def test_replace_op_changes_one_line_and_keeps_the_inputs_the_new_op_takes(tmp_path):
     model = package(tmp_path, "resnet")
-    before = file_text(model)
-    out = str(tmp_path / "out.mlpackage")
-    assert run_edit(model, out, "--replace-op", "input_13_cast_fp16=sigmoid") == 0
+    before, out = edited_package(tmp_path, model, "--replace-op", "input_13_cast_fp16=sigmoid")
     removed, added = changed(before, file_text(out))
     assert len(removed) == len(added) == 1 and "= relu(x=%input_11_cast_fp16" in removed[0]
     assert added == [removed[0].replace("= relu(", "= sigmoid(")]
@@ -175,9 +175,7 @@ def test_set_weight_checks_shape_and_dtype(tmp_path, capsys):
 
 def test_extract_keeps_the_ops_that_compute_to_from_from(tmp_path):
     model = package(tmp_path, "gpt2")
-    before = file_text(model)
-    out = str(tmp_path / "out.mlpackage")
-    assert run_edit(model, out, "--extract", "input_cast_fp16:logits") == 0
+    before, out = edited_package(tmp_path, model, "--extract", "input_cast_fp16:logits")
     after = file_text(out)
     edited = read_model(out)
     fn = edited.program.functions["main"]
@@ -203,9 +201,7 @@ def test_extract_names_an_input_it_needs_beyond_from(tmp_path, capsys):
 def test_a_multifunction_model_is_renamed_in_each_function_and_its_description(tmp_path):
     # `main` is the default function of a derived description
     model = package(tmp_path, "llama_multifunction", lambda text: text.replace("decode[CoreML8]", "main[CoreML8]"))
-    before = file_text(model)
-    out = str(tmp_path / "out.mlpackage")
-    assert run_edit(model, out, "--rename-input", "causal_mask=mask") == 0
+    before, out = edited_package(tmp_path, model, "--rename-input", "causal_mask=mask")
     after = file_text(out)
     assert after == renamed(before, "causal_mask", "mask")
     spec = read_model(out).spec
@@ -218,9 +214,7 @@ def test_a_multifunction_model_is_renamed_in_each_function_and_its_description(t
 def test_renaming_an_input_renames_it_inside_cond_and_while_loop_blocks(tmp_path):
     """The case coremltools' rename_feature gets wrong: the input is read inside the blocks."""
     model = nested(tmp_path)
-    before = file_text(model)
-    out = str(tmp_path / "out.mlpackage")
-    assert run_edit(model, out, "--rename-input", "x=features", "--rename-var", "i=step") == 0
+    before, out = edited_package(tmp_path, model, "--rename-input", "x=features", "--rename-var", "i=step")
     after = file_text(out)
     assert after == renamed(renamed(before, "x", "features"), "i", "step")
     assert "mul(x=%features," in after and "relu(x=%features," in after and "add(x=%acc, y=%features," in after
@@ -243,9 +237,7 @@ def test_exposing_a_var_inside_a_block_says_why_not(tmp_path, capsys):
 
 def test_replace_op_inside_a_block(tmp_path):
     model = nested(tmp_path)
-    before = file_text(model)
-    out = str(tmp_path / "out.mlpackage")
-    assert run_edit(model, out, "--replace-op", "relu_0=sigmoid") == 0
+    before, out = edited_package(tmp_path, model, "--replace-op", "relu_0=sigmoid")
     assert changed(before, file_text(out)) == (['        %relu_0: (1, 2, fp32) = relu(x=%x, name="relu_0")'],
                                                ['        %relu_0: (1, 2, fp32) = sigmoid(x=%x, name="relu_0")'])
 
