@@ -7,8 +7,8 @@ import re
 
 import miltext
 from miltext.infer import infer
-from test_lsp import at, client, open_text  # noqa: F401  (client is a fixture)
-from test_lsp_features import MODELMIL, change, doc, request_at
+from support.lsp import at, change, doc, open_text, request_at
+from support.texts import MODELMIL
 
 LAYERS = 12
 
@@ -96,12 +96,11 @@ def test_types_after_edits_are_those_of_a_fresh_analysis(client):
     uri = "file:///typing.mil"
     assert open_text(client, uri, text) == []
     assert hints(client, uri, text) == truth(text)
-    version = 1
-    for text in edits(text):
-        version += 1
-        change(client, uri, version, text)
-        hints(client, uri, text)
-        hovers(client, uri, text)
+    for version, typed in enumerate(edits(text), start=2):
+        change(client, uri, version, typed)
+        hints(client, uri, typed)
+        hovers(client, uri, typed)
+    text = typed
     fresh = "file:///typing-fresh.mil"
     assert open_text(client, fresh, text) == []
     assert hints(client, uri, text) == hints(client, fresh, text) == truth(text)
@@ -123,6 +122,24 @@ def test_a_broken_line_is_one_error_and_the_rest_keeps_its_types(client):
         assert len(diagnostics) == 1 and diagnostics[0]["range"]["start"]["line"] == mid, diagnostics
         # the lines after it keep the types they had: h6's last good type flows on
         assert [h for h in hints(client, uri, broken) if h[0] != mid] == [h for h in before if h[0] != mid]
+
+
+def test_a_deleted_brace_is_one_error_and_the_rest_keeps_its_tools(client):
+    text = shorthand()
+    uri = "file:///brace.mil"
+    open_text(client, uri, text)
+    before = hints(client, uri, text)
+    symbols = client.request("textDocument/documentSymbol", doc(uri))
+    lines = text.split("\n")
+    close = lines.index("  } -> (%h12)")
+    broken = "\n".join(lines[:close] + ["   -> (%h12)"] + lines[close + 1:])
+    diagnostics = change(client, uri, 2, broken)
+    assert [d["range"]["start"]["line"] for d in diagnostics] == [close], diagnostics
+    assert hints(client, uri, broken) == before
+    ops = symbols[0]["children"][0]["children"]   # the ops' symbols stand (the block's end is not there)
+    assert client.request("textDocument/documentSymbol", doc(uri))[0]["children"][0]["children"] == ops
+    assert request_at(client, "textDocument/definition", uri, 4, 23)["range"]["start"] == at(3, 4)   # %s0
+    assert change(client, uri, 3, text) == []
 
 
 def test_model_mil_after_edits_is_a_fresh_analysis(client):
@@ -158,3 +175,24 @@ def test_completion_of_names_is_ranked_and_capped(client):
     found = request_at(client, "textDocument/completion", uri, 302, len("    %y = relu(x=%n29"))
     assert found["isIncomplete"] is False
     assert sorted(i["label"] for i in found["items"]) == sorted(["%n29"] + [f"%n29{k}" for k in range(10)])
+
+
+def test_outline_after_edits_is_that_of_a_fresh_text(client):
+    """The outline is kept op by op (as JSON): after edits that change an op, add and take out
+    lines above others and write a comment between two ops, it is a fresh text's."""
+    text = shorthand()
+    uri = "file:///outline.mil"
+    open_text(client, uri, text)
+    first = client.request("textDocument/documentSymbol", doc(uri))
+    assert [c["name"] for c in first[0]["children"][0]["children"][:3]] == ["%h0", "%s0", "%t0"]
+    lines = text.split("\n")
+    steps = [lines[:5] + ["    %t0 = transpose(x=%s0, perm=[0, 1, 2, 3])"] + lines[6:]]
+    steps.append(steps[-1][:3] + ["", "    # a comment"] + steps[-1][3:])
+    steps.append(steps[-1][:6] + ["    # between two ops"] + steps[-1][6:])
+    steps.append(steps[-1][:3] + steps[-1][5:])
+    for version, step in enumerate(steps, start=2):
+        change(client, uri, version, "\n".join(step))
+        client.request("textDocument/documentSymbol", doc(uri))
+    fresh = "file:///outline-fresh.mil"
+    open_text(client, fresh, "\n".join(steps[-1]))
+    assert client.request("textDocument/documentSymbol", doc(uri)) == client.request("textDocument/documentSymbol", doc(fresh))
