@@ -13,24 +13,13 @@ import numpy as np
 from ..ir import StateType, TensorType, Value
 from . import mlir
 from .errors import PortError
+from .mlir import CValue
 from .table import lowering
 
 # Never folded: weights kept compressed, state, randomness, and ops that own blocks.
 _UNFOLDED_PREFIXES = ("constexpr_", "random_")
 _UNFOLDED = {"read_state", "write_state", "coreml_update_state", "cond", "while_loop",
              "make_list", "list_read", "list_write", "list_gather", "list_scatter", "list_length"}
-
-
-class CValue:
-    """A Core AI value: its SSA name and tensor type (MIL dtype, static shape)."""
-    __slots__ = ("ssa", "dtype", "shape")
-
-    def __init__(self, ssa: str, dtype: str, shape: tuple):
-        self.ssa, self.dtype, self.shape = ssa, dtype, tuple(shape)
-
-    @property
-    def type(self) -> str:
-        return mlir.tensor(self.dtype, self.shape)
 
 
 class Module:

@@ -102,3 +102,15 @@ def op_line(result: str | None, name: str, operands: list, operand_types: list, 
     outs = result_types[0] if len(result_types) == 1 else "(" + ", ".join(result_types) + ")"
     return (f'{head}"{name}"({", ".join(operands)}){props} : '
             f'({", ".join(operand_types)}) -> {outs}')
+
+
+class CValue:
+    """A Core AI value: its SSA name and tensor type (MIL dtype, static shape)."""
+    __slots__ = ("ssa", "dtype", "shape")
+
+    def __init__(self, ssa: str, dtype: str, shape: tuple):
+        self.ssa, self.dtype, self.shape = ssa, dtype, tuple(shape)
+
+    @property
+    def type(self) -> str:
+        return tensor(self.dtype, self.shape)

@@ -27,7 +27,7 @@ class Handle:
 
 def state_argument(low, var) -> str:
     """The graph argument of state input `var`, registered as a handle of `low`."""
-    from ..lower import CValue
+    from ..mlir import CValue
     t = var.type.wrapped
     if not t.is_static:
         raise PortError(f"state %{var.name} has the flexible shape {t.shape}; Core AI ports need "
@@ -64,7 +64,7 @@ def _read(low, handle, hint: str):
     low.lines.append(f'{low.indent}{value}, {token} = "coreai.read_handle"({handle.ssa}, {_token(low, handle)}) : '
                      f'({handle.type}, {TOKEN}) -> ({handle.value.type}, {TOKEN})')
     handle.token = token
-    from ..lower import CValue
+    from ..mlir import CValue
     return CValue(value, handle.value.dtype, handle.value.shape)
 
 
