@@ -122,6 +122,18 @@ def value_map(values: dict, entries, where=None) -> None:
 _TENSOR_TYPE_BYTES: dict = {}  # (dtype, shape, rank) -> serialized ValueType: types repeat
 
 
+def _set(message):
+    """`message` (a submessage field) marked present, even when it stays empty."""
+    message.SetInParent()
+    return message
+
+
+def _inner(t, message) -> None:
+    """A container's inner type into `message`, which stays unset when the type is."""
+    if t is not None:
+        value_type(t, message)
+
+
 def value_type(t, msg) -> None:
     if type(t) is TensorType and not t.attributes:
         key = (t.dtype, t.shape, t.rank)
@@ -136,29 +148,20 @@ def value_type(t, msg) -> None:
     elif isinstance(t, TensorType):
         _tensor_type(t, msg)
     elif isinstance(t, ListType):
-        out = msg.listType
-        out.SetInParent()
-        if t.element is not None:
-            value_type(t.element, out.type)
+        out = _set(msg.listType)
+        _inner(t.element, out.type)
         if t.length is not MISSING:
             dimension(t.length, out.length)
     elif isinstance(t, TupleType):
-        out = msg.tupleType
-        out.SetInParent()
+        out = _set(msg.tupleType)
         for item in t.types:
             value_type(item, out.types.add())
     elif isinstance(t, DictType):
-        out = msg.dictionaryType
-        out.SetInParent()
-        if t.key is not None:
-            value_type(t.key, out.keyType)
-        if t.value is not None:
-            value_type(t.value, out.valueType)
+        out = _set(msg.dictionaryType)
+        _inner(t.key, out.keyType)
+        _inner(t.value, out.valueType)
     elif isinstance(t, StateType):
-        out = msg.stateType
-        out.SetInParent()
-        if t.wrapped is not None:
-            value_type(t.wrapped, out.wrappedType)
+        _inner(t.wrapped, _set(msg.stateType).wrappedType)
     elif isinstance(t, UnknownType):
         msg.SetInParent()
     else:
