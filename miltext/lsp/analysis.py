@@ -47,8 +47,8 @@ class Analysis:
         self.complete = False    # whether the check findings come from a check of the whole program
         # the inferred types, op by op when asked, from those of the analysis before
         self.types = Types(self, previous.types if previous is not None else None)
-        # the outline's JSON, op by op, from that of the analysis before
-        self.outlines = Outlines(self.reading, previous.outlines if previous is not None else None)
+        # the outline's JSON, with what is slow to find for each op kept in its piece
+        self.outlines = Outlines(self.reading)
 
     @property
     def files(self) -> checking.Files:

@@ -32,12 +32,13 @@ class OpPiece(Piece):
     parsed at, its ops (one, with the blocks it owns) or its errors ((line, column, message),
     1-based). Its text is not kept: it is the reading's lines of the piece. One object per op
     of the text, so it is kept small: a single op is kept as itself, not in a tuple. `refs` are
-    its weight references (npy(...), safetensors(...)), whose places move with it too."""
-    __slots__ = ("line", "_ops", "errors", "refs")
+    its weight references (npy(...), safetensors(...)), whose places move with it too.
+    `outline` is what its op's outline symbol needs that is slow to find (see outline.Outlines)."""
+    __slots__ = ("line", "_ops", "errors", "refs", "outline")
 
     def __init__(self, start: int, end: int, unclosed: tuple | None = None):
         super().__init__(start, end, unclosed)
-        self.line, self._ops, self.errors, self.refs = start, (), (), ()
+        self.line, self._ops, self.errors, self.refs, self.outline = start, (), (), (), None
 
     @property
     def ops(self) -> tuple:
@@ -52,6 +53,7 @@ class OpPiece(Piece):
     def took(self, other: "OpPiece") -> None:
         """Take what parsing another piece of the same text gave."""
         self.line, self._ops, self.errors, self.refs = other.line, other._ops, other.errors, other.refs
+        self.outline = other.outline
 
 
 class OpLayout(Layout):

@@ -64,40 +64,33 @@ def _op(op, after, close: tuple, source: Source, bare: bool) -> Symbol:
     return child
 
 
-# ---- the outline as LSP's JSON, each op's kept from one edit to the next ----
+# ---- the outline as LSP's JSON, fast after an edit ----
 
 KINDS = {"function": 12, "block": 3, "op": 25}   # LSP's SymbolKind: Function, Namespace, Operator
-_LINE = "\x00line"   # where a line goes in an op's kept JSON
+_OP_JSON = ('{"name":%s,"kind":25,"range":{"start":{"line":%d,"character":%d},"end":{"line":%d,"character":%d}},'
+            '"selectionRange":{"start":{"line":%d,"character":%d},"end":{"line":%d,"character":%d}},'
+            '%s"children":[%s]}')
 
 
 class Outlines:
-    """The JSON of each top-level op's symbol, kept with its lines relative to the op's own, so
-    that an op the edit did not touch is not worked out again even when lines moved above it
-    (only written out again for its new lines: a few %d), and as last written out.
-    Keyed by the op (kept by the reading while its lines stay the same), the number of its
-    lines and the lines to the next op (its range ends where the next begins)."""
+    """The outline as LSP's JSON, written straight from the program. What is slow to find for an
+    op's symbol (where its range ends: the text up to the next op; where its selection ends) is
+    kept in its piece (relative to the piece's first line, with the lines to the next op, which
+    it depends on), so an op the edit did not touch is not looked at again, even when lines moved
+    above it. Nothing else is kept: the JSON of a 10k-op outline is twice the text."""
 
-    def __init__(self, reading, previous: "Outlines | None" = None):
-        self.kept: dict = {}
-        if previous is None or reading.changed is None:
-            return
-        self.kept, previous.kept = previous.kept, {}
-        if reading.added is None:   # read again as a whole: the ops it kept keep their JSON
-            self.kept = reading.of_its_ops(self.kept)
-        else:
-            for p in reading.replaced:
-                for op in p.ops:
-                    self.kept.pop(id(op), None)
-        if reading.changed is not None:   # an edit between ops (a comment) changes the end of the one before
+    def __init__(self, reading):
+        self.pieces = reading.pieces
+        if reading.changed is not None:   # an edit between ops (a comment) moves the end of the one before
             i = bisect_right(reading.pieces, reading.changed[0], key=lambda p: p.start) - 1
             if i >= 0:
-                for op in reading.pieces[i].ops:
-                    self.kept.pop(id(op), None)
+                reading.pieces[i].outline = None
 
     def json(self, program, source: Source, bare: bool) -> str:
         """The outline as LSP's DocumentSymbol[] JSON (places in code points: for a plain text)."""
         functions = sorted(((n, f) for n, f in program.functions.items() if f.loc), key=lambda nf: nf[1].loc)
         parts = []
+        self._at = 0   # the piece the next op is in, or before it (ops come in text order)
         for name, fn in functions:
             start = from_loc(fn.loc)
             head = Symbol(name, fn.opset, "function", (start, source.braced_end(start, outputs=bare)[1]),
@@ -107,7 +100,16 @@ class Outlines:
                 inner = self._block(block, key, source, bare)
                 children += inner[1] if block.loc == fn.loc else [_json(inner[0], inner[1])]
             parts.append(_json(head, children))
-        return "[" + ", ".join(parts) + "]"
+        return "[" + ",".join(parts) + "]"
+
+    def _piece_of(self, op):
+        pieces, k = self.pieces, self._at
+        while k < len(pieces) and not (pieces[k]._ops is op or type(pieces[k]._ops) is tuple and op in pieces[k]._ops):
+            k += 1
+        if k == len(pieces):
+            return None
+        self._at = k
+        return pieces[k]
 
     def _block(self, block, key, source: Source, bare: bool) -> tuple:
         """(the block's symbol, the JSON of its ops)."""
@@ -117,44 +119,47 @@ class Outlines:
         symbol = Symbol(label.group() if label else "block", key or "", "block", (start, end), source.token_range(start))
         ops = [op for op in block.operations if op.loc]
         out = []
-        kept = self.kept
+        dumps = json.dumps
         for op, after in zip(ops, ops[1:] + [None]):
-            line = op.loc[0]
-            until = (after.loc[0] if after is not None else close[0] + 1) - line
-            found = kept.get(id(op))
-            if found is None or found[1] != until:
-                found = kept[id(op)] = [op, until, *_template(_op(op, after, close, source, bare), line - 1), -1, ""]
-            if found[4] != line:   # written out for where the op is now
-                found[4], found[5] = line, found[2] % tuple(line - 1 + r for r in found[3])
-            out.append(found[5])
+            line, column = op.loc[0] - 1, op.loc[1] - 1
+            until = (after.loc[0] - 1 if after is not None else close[0] + 1) - line
+            piece = self._piece_of(op)
+            found = piece.outline if piece is not None else None
+            if found is None or found[0] != until or op.blocks:
+                full = _op(op, after, close, source, bare)
+                if op.blocks:   # a few: written out in full
+                    out.append(dumps(_tree_json(full), separators=(",", ":")))
+                    continue
+                (_, _), (end_line, end_column) = full.range
+                found = (until, end_line - line, end_column, full.selection[1][1])
+                if piece is not None and piece.start == line:
+                    piece.outline = found
+            name = ", ".join(v.name if bare else var(v.name) for v in op.outputs) or op.type
+            detail = op.type + (f" {quote(op.name)}" if op.name is not None else "")
+            out.append(_OP_JSON % (dumps(name), line, column, line + found[1], found[2], line, column, line, found[3],
+                                   f'"detail":{dumps(detail)},', ""))
         return symbol, out
 
 
-def _template(symbol: Symbol, base: int) -> tuple:
-    """(JSON with each line a %d, those lines relative to `base`) of a symbol and its children."""
-    lines: list = []
-    text = json.dumps(_tree(symbol, base, lines)).replace("%", "%%").replace(json.dumps(_LINE), "%d")
-    return text, tuple(lines)
-
-
-def _tree(symbol: Symbol, base: int, lines: list) -> dict:
-    def place(pos):
-        lines.append(pos[0] - base)
-        return {"line": _LINE, "character": pos[1]}
+def _tree_json(symbol: Symbol) -> dict:
     out = {"name": symbol.name, "kind": KINDS[symbol.kind],
-           "range": {"start": place(symbol.range[0]), "end": place(symbol.range[1])},
-           "selectionRange": {"start": place(symbol.selection[0]), "end": place(symbol.selection[1])}}
+           "range": {"start": _place(symbol.range[0]), "end": _place(symbol.range[1])},
+           "selectionRange": {"start": _place(symbol.selection[0]), "end": _place(symbol.selection[1])}}
     if symbol.detail:
         out["detail"] = symbol.detail
-    out["children"] = [_tree(c, base, lines) for c in symbol.children]
+    out["children"] = [_tree_json(c) for c in symbol.children]
     return out
+
+
+def _place(pos: tuple) -> dict:
+    return {"line": pos[0], "character": pos[1]}
 
 
 def _json(symbol: Symbol, children: list) -> str:
     """The JSON of a function's or block's symbol, with its children's JSON."""
-    text, lines = _template(Symbol(symbol.name, symbol.detail, symbol.kind, symbol.range, symbol.selection), 0)
-    text = text % lines
-    return text[:-len("]}")] + ", ".join(children) + "]}"   # the children go into its "children": []
+    text = json.dumps(_tree_json(Symbol(symbol.name, symbol.detail, symbol.kind, symbol.range, symbol.selection)),
+                      separators=(",", ":"))
+    return text[:-len("]}")] + ",".join(children) + "]}"   # the children go into its "children":[]
 
 
 def _line_start(pos: tuple, after: tuple) -> tuple:
