@@ -211,19 +211,28 @@ class _Builder(TextBuilder):
     def header_doc(self, items):
         return ("doc", self._text(items[0]))
 
-    def function(self, items):
-        name, opset, inputs, attrs, blocks = items[0], "", [], {}, []
-        for item in items[1:]:
+    @staticmethod
+    def _signature(items) -> tuple:
+        """What a function's or a block's name is followed by: its opset (or None), inputs and
+        attributes, and the items after them in order."""
+        opset, inputs, attrs, rest = None, [], {}, []
+        for item in items:
             if isinstance(item, _Opset):
-                opset = str(item)
+                opset = item
             elif isinstance(item, Var):
                 inputs.append(item)
             elif isinstance(item, Attrs):
                 attrs = dict(item)
-            elif isinstance(item, _BlockNode):
-                blocks.append(item)
+            else:
+                rest.append(item)
+        return opset, inputs, attrs, rest
+
+    def function(self, items):
+        name = items[0]
+        opset, inputs, attrs, rest = self._signature(items[1:])
+        opset = "" if opset is None else str(opset)
         fn = Function(inputs=inputs, opset=opset, attributes=attrs, loc=place_of(name))
-        for node in blocks:
+        for node in (item for item in rest if isinstance(item, _BlockNode)):
             key = opset if node.key is None else str(node.key)
             if key in fn.blocks:
                 self._fail(f"function {str(name)!r} has two blocks for opset {key!r}; "
@@ -236,15 +245,10 @@ class _Builder(TextBuilder):
         return _Opset(items[0] or "")
 
     def block(self, items):
-        label, key, inputs, attrs, ops, outputs = items[0], None, [], {}, [], []
-        for item in items[1:]:
-            if isinstance(item, _Opset):
-                key = item
-            elif isinstance(item, Var):
-                inputs.append(item)
-            elif isinstance(item, Attrs):
-                attrs = dict(item)
-            elif isinstance(item, Operation):
+        label, ops, outputs = items[0], [], []
+        key, inputs, attrs, rest = self._signature(items[1:])
+        for item in rest:
+            if isinstance(item, Operation):
                 ops.append(item)
             elif isinstance(item, _Run):
                 ops.extend(item)
