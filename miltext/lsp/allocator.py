@@ -16,7 +16,8 @@ import gc
 import os
 import sys
 
-M_MMAP_THRESHOLD = -3   # glibc's mallopt parameter
+M_MMAP_THRESHOLD = -3   # glibc's mallopt parameters
+M_ARENA_MAX = -8
 
 
 def use_the_system_allocator() -> None:
@@ -51,6 +52,9 @@ def keep_big_blocks_apart() -> None:
     libc = _glibc()
     if libc is not None:
         libc.mallopt(M_MMAP_THRESHOLD, 128 << 10)
+        # one heap for every thread: the whole check's thread (server.MilServer.checker) would
+        # otherwise get one of its own, whose pages the findings it keeps hold on to
+        libc.mallopt(M_ARENA_MAX, 1)
 
 
 @functools.cache

@@ -159,6 +159,7 @@ def initialized(ls: MilServer, params: lsp.InitializedParams):
     """Load what documents need now, while the editor is still starting, rather than on
     the first one opened."""
     warm_up()
+    ls.checker.submit(int).result()   # its thread started now too, not with the first document
     release_memory()
 
 
