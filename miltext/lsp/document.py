@@ -289,10 +289,11 @@ class Reading:
         return {name for p in self.pieces if p.errors for name in self.seemingly_declared(p)}
 
     def seemingly_declared(self, p: OpPiece) -> list:
-        """The names an op piece that does not parse seems to declare (before its `=`)."""
+        """The names an op piece that does not parse seems to declare (before its `=`; with no
+        `=` yet, those it writes: `%y: (` is an op being typed)."""
         from .index import _tokens, syntax_of
         text = self.lines.span(p.start, p.end)
-        head = text.split("=", 1)[0] if "=" in text else ""
+        head = text.split("=", 1)[0]
         return [name for name, _, _ in _tokens(head, syntax_of(self))]
 
     def _whole(self) -> None:
