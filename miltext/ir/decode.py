@@ -18,18 +18,30 @@ _FIXED_WIDTH = LazyTable(_FIXED_TYPES, lambda field: np.dtype(_FIXED_TYPES[field
 
 
 def program_from_proto(data) -> Program:
-    if isinstance(data, (bytes, bytearray, memoryview)):
+    if type(data) is schema.Program:
+        msg, unknown_fields = data, unknown.collect(data) if unknown.has_unknown(data) else {}
+    else:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            data = data.SerializeToString()   # a message of another pool (coremltools'): meet through bytes
         msg = program_message(data)
-    elif type(data) is schema.Program:
-        msg = data
-    else:  # a message of another pool (coremltools'): meet through bytes
-        msg = schema.Program.FromString(data.SerializeToString())
+        unknown_fields = _unknown_fields(msg, data)
     _TENSOR_TYPES.clear()
     with bulk():
         return Program(
             functions={name: function(f) for name, f in msg.functions.items()},
             version=msg.version, doc=msg.docString, attributes=value_map(msg.attributes),
-            unknown_fields=unknown.collect(msg) if unknown.has_unknown(msg) else {})
+            unknown_fields=unknown_fields)
+
+
+def _unknown_fields(msg, data) -> dict:
+    """The unknown fields of the program `msg` was just read from `data` (miltext's own message,
+    so it may lose them): without them, a message of the bytes' size is almost always the same
+    bytes, and then there were none; only otherwise is `data` read again to find them. (unknown.
+    has_unknown would copy the whole message, weights included, to tell.)"""
+    msg.DiscardUnknownFields()
+    if msg.ByteSize() == len(data):
+        return {}
+    return unknown.collect(program_message(data))
 
 
 def program_message(data) -> "schema.Program":
