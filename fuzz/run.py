@@ -221,7 +221,11 @@ def target_weight_refs(data: bytes) -> None:
     fmt = "npy" if body.startswith(b"\x93NUMPY") else "safetensors"
     fields = tail.decode("utf-8", errors="replace").split("\x00") + ["", "", "", ""]
     path, tensor, declared, confine = fields[:4]
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as top:
+        # the file's folder sits one level down, so that `../w.npy` names a file of this run's
+        # own (absent) rather than whatever the machine keeps in its temporary folder
+        folder = os.path.join(top, "model")
+        os.mkdir(folder)
         with open(os.path.join(folder, f"w.{fmt}"), "wb") as f:
             f.write(body)
         os.symlink("/dev/zero", os.path.join(folder, "zero.npy"))
@@ -479,14 +483,28 @@ def _alarm(*_):
 
 
 def run_one(target, data: bytes) -> str | None:
-    """None when `data` is handled well, else what went wrong."""
+    """None when `data` is handled well, else what went wrong. An input that goes over time is
+    tried twice more: a finding only when every try is slow, so that a pause of the machine (a
+    shared CI runner, a disk flush) is not taken for an input that is slow."""
+    problem = _run_once(target, data)
+    for _ in range(2 if problem == SLOW else 0):
+        problem = _run_once(target, data)
+        if problem != SLOW:
+            return problem
+    return problem
+
+
+SLOW = f"took over {PER_INPUT} s"
+
+
+def _run_once(target, data: bytes) -> str | None:
     signal.setitimer(signal.ITIMER_REAL, PER_INPUT)
     try:
         target(data)
     except EXPECTED:
         pass
     except Slow:
-        return f"took over {PER_INPUT} s"
+        return SLOW
     except RecursionError:
         return "RecursionError"
     except Exception as e:  # noqa: BLE001 - anything else is a finding
