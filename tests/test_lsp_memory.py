@@ -95,3 +95,17 @@ def test_the_server_runs_on_the_c_librarys_allocator():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
     assert ("PYTHONMALLOC=malloc" in _started_with(env)) == (_glibc() is not None)
     assert "PYTHONMALLOC=pymalloc" in _started_with({**env, "PYTHONMALLOC": "pymalloc"})
+
+
+def test_the_outline_json_of_each_op_is_kept_only_until_forgotten():
+    """While an editor asks for the outline after each edit, each op's JSON is kept (twice the
+    text); once the asking stops, the server forgets it and keeps only what is slow to find."""
+    text = model_text("mil")
+    a = Analysis(text)
+    written = a.outline_json()
+    assert sum(len(p.outline[6]) for p in a.reading.pieces) > 0.9 * len(written) > len(text)
+    a.outlines.forget()
+    assert all(len(p.outline) == 5 for p in a.reading.pieces)   # the places and the op's type
+    assert a.outline_json() == written and all(len(p.outline) == 5 for p in a.reading.pieces)
+    edited = Analysis(text.replace("relu(x=%l7_sum", "relu( x=%l7_sum"), a)
+    assert edited.outline_json() == Analysis(edited.source.text).outline_json()

@@ -196,3 +196,55 @@ def test_outline_after_edits_is_that_of_a_fresh_text(client):
     fresh = "file:///outline-fresh.mil"
     open_text(client, fresh, "\n".join(steps[-1]))
     assert client.request("textDocument/documentSymbol", doc(uri)) == client.request("textDocument/documentSymbol", doc(fresh))
+
+
+WIDE = """main[CoreML7](%x: (1, 4, fp32)) {
+  block0() {
+    %"naïve😀" = relu(x=%x)   # ünïcode 😀
+    %b = relu(x=%"naïve😀", name="é😀")
+    %c = relu(x=%b)  # 😀😀
+  } -> (%c)
+}
+"""
+
+
+def utf16_outline(text: str) -> list:
+    """The outline of `text` worked out afresh in the server's own terms (code points), its
+    columns counted in UTF-16 units, as LSP's DocumentSymbol JSON."""
+    from miltext.lsp.analysis import Analysis
+    from miltext.lsp.outline import KINDS
+    lines = text.split("\n")
+
+    def place(pos):
+        return at(pos[0], len(lines[pos[0]][:pos[1]].encode("utf-16-le")) // 2)
+
+    def symbol(s):
+        out = {"name": s.name, "kind": KINDS[s.kind], "range": {"start": place(s.range[0]), "end": place(s.range[1])},
+               "selectionRange": {"start": place(s.selection[0]), "end": place(s.selection[1])}, "detail": s.detail}
+        if s.children or s.kind != "op":
+            out["children"] = [symbol(c) for c in s.children]
+        return out
+    return [symbol(s) for s in Analysis(text).outline]
+
+
+def test_outline_of_a_text_beyond_ascii_counts_utf16(client):
+    """Names, strings and comments outside ASCII: the outline (written from what each op piece
+    keeps) has its columns in UTF-16 units, after edits as in a fresh text."""
+    uri = "file:///wide.mil"
+    assert [d["code"] for d in open_text(client, uri, WIDE)] == ["unusual-name"]
+    (main,) = found = client.request("textDocument/documentSymbol", doc(uri))
+    first, second, third = main["children"][0]["children"]
+    line = WIDE.split("\n")[2]
+    assert first["name"] == '%"naïve😀"' and first["selectionRange"]["end"] == at(2, 4 + 9 + 1)  # 😀 is two units
+    assert first["range"]["end"] == at(2, len(line) + 2)   # through its comment (two 😀)
+    assert second["detail"] == 'relu "é😀"' and third["range"]["end"] == at(4, len(WIDE.split("\n")[4]) + 2)
+    assert found == utf16_outline(WIDE)
+    lines = WIDE.split("\n")
+    steps = [lines[:4] + ["    %c = relu(x=%b)  # é"] + lines[5:]]
+    steps.append(steps[-1][:2] + ["    # 😀 above them all"] + steps[-1][2:])
+    steps.append(steps[-1][:4] + ['    %b = relu(x=%"naïve😀", name="b")'] + steps[-1][5:])
+    for version, step in enumerate(steps, start=2):
+        text = "\n".join(step)
+        assert [d["code"] for d in change(client, uri, version, text)] == ["unusual-name"]
+        assert client.request("textDocument/documentSymbol", doc(uri)) == utf16_outline(text)
+    assert client.request("textDocument/documentSymbol", doc(uri))[0]["children"][0]["children"][2]["detail"] == "relu"

@@ -68,9 +68,10 @@ class Analysis:
         big as the program."""
         return [] if self.program is None else outline(self.program, self.source, self.modelmil)
 
-    def outline_json(self) -> str:
-        """The outline as LSP's DocumentSymbol[] JSON, in code points (for a plain text)."""
-        return "[]" if self.program is None else self.outlines.json(self.program, self.source, self.modelmil)
+    def outline_json(self, units=None) -> str:
+        """The outline as LSP's DocumentSymbol[] JSON, its columns in `units` (a pygls unit
+        counter; None: code points), for a text whose lines are LSP's (no lone \\r)."""
+        return "[]" if self.program is None else self.outlines.json(self.program, self.source, self.modelmil, units)
 
     # ---- findings ----
     def findings(self, complete: bool = False) -> list[Finding]:

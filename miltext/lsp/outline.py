@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _string  # a str as JSON, in C
 
 from ..ir import Program
+from ..ir.compact import CompactOperation
 from ..text.lexemes import quote, var
 from .document_text import Source, from_loc
 
@@ -57,19 +60,56 @@ def _op(op, after, close: tuple, source: Source, bare: bool) -> Symbol:
     """The symbol of an op (`after` is the op after it in its block, `close` the block's end)."""
     op_start = from_loc(op.loc)
     op_end = source.trimmed(_line_start(from_loc(after.loc), op_start) if after is not None else close)
-    name = ", ".join(v.name if bare else var(v.name) for v in op.outputs) or op.type
-    detail = op.type + (f" {quote(op.name)}" if op.name is not None else "")
-    child = Symbol(name, detail, "op", (op_start, op_end), source.token_range(op_start))
+    child = Symbol(*_named(op, bare), "op", (op_start, op_end), source.token_range(op_start))
     child.children = [_block(b, None, source, bare) for b in op.blocks if b.loc]
     return child
+
+
+def _named(op, bare: bool) -> tuple[str, str]:
+    """(name, detail) of an op's symbol: its outputs (its type when it has none), and its type
+    with its name when that is not its output's (a canonical text names each op after it)."""
+    return _name(op, bare), op.type + _aside(op)
+
+
+def _name(op, bare: bool) -> str:
+    outputs = op.outputs
+    if len(outputs) == 1:
+        return outputs[0].name if bare else var(outputs[0].name)
+    return ", ".join(v.name if bare else var(v.name) for v in outputs) or op.type
+
+
+def _aside(op) -> str:
+    """What an op's detail says after its type: its name, unless that is its output's."""
+    given = op.name
+    if given is None:
+        return ""
+    outputs = op.outputs
+    return "" if len(outputs) == 1 and outputs[0].name == given else " " + quote(given)
 
 
 # ---- the outline as LSP's JSON, fast after an edit ----
 
 KINDS = {"function": 12, "block": 3, "op": 25}   # LSP's SymbolKind: Function, Namespace, Operator
+# An op without blocks; LSP's DocumentSymbol.children is optional, and left out (a 10k-op outline
+# is some 2 MB of JSON: the client reads all of it after each edit).
 _OP_JSON = ('{"name":%s,"kind":25,"range":{"start":{"line":%d,"character":%d},"end":{"line":%d,"character":%d}},'
-            '"selectionRange":{"start":{"line":%d,"character":%d},"end":{"line":%d,"character":%d}},'
-            '%s"children":[%s]}')
+            '"selectionRange":{"start":{"line":%d,"character":%d},"end":{"line":%d,"character":%d}},"detail":%s}')
+_WIDE = re.compile(r"[^\x00-\x7f]")
+
+
+class Columns:
+    """Columns as the client counts them (`units`, a pygls unit counter: UTF-16 unless it asked
+    otherwise) where a line holds a character outside ASCII; the same number elsewhere."""
+
+    def __init__(self, source: Source, units):
+        self.source, self.units = source, units
+        starts = source.lines.starts
+        self.wide = set() if source.ascii else {bisect_right(starts, m.start()) - 1 for m in _WIDE.finditer(source.text)}
+
+    def __call__(self, line: int, column: int) -> int:
+        if line not in self.wide:
+            return column
+        return self.units.num_units(self.source.line(line)[:column])
 
 
 class Outlines:
@@ -77,17 +117,23 @@ class Outlines:
     op's symbol (where its range ends: the text up to the next op; where its selection ends) is
     kept in its piece (relative to the piece's first line, with the lines to the next op, which
     it depends on), so an op the edit did not touch is not looked at again, even when lines moved
-    above it. Nothing else is kept: the JSON of a 10k-op outline is twice the text."""
+    above it. While the outline is being asked for (after each edit, as an editor does), each
+    op's JSON is kept too, with the line it was written for: an op the edit did not move is not
+    written again. That is twice the text for a 10k-op outline, so `forget` drops it once the
+    asking stops."""
 
     def __init__(self, reading):
         self.pieces = reading.pieces
+        self.keep = True   # whether each op's JSON is kept too (see forget)
         if reading.changed is not None:   # an edit between ops (a comment) moves the end of the one before
             i = bisect_right(reading.pieces, reading.changed[0], key=lambda p: p.start) - 1
             if i >= 0:
                 reading.pieces[i].outline = None
 
-    def json(self, program, source: Source, bare: bool) -> str:
-        """The outline as LSP's DocumentSymbol[] JSON (places in code points: for a plain text)."""
+    def json(self, program, source: Source, bare: bool, units=None) -> str:
+        """The outline as LSP's DocumentSymbol[] JSON, its columns in `units` (a pygls unit
+        counter; None: code points). The text's lines must be LSP's (no lone \\r)."""
+        columns = Columns(source, units) if units is not None and not source.ascii else None
         functions = sorted(((n, f) for n, f in program.functions.items() if f.loc), key=lambda nf: nf[1].loc)
         parts = []
         self._at = 0   # the piece the next op is in, or before it (ops come in text order)
@@ -97,13 +143,23 @@ class Outlines:
                           source.token_range(start))
             children = []
             for key, block in sorted(((k, b) for k, b in fn.blocks.items() if b.loc), key=lambda kb: kb[1].loc):
-                inner = self._block(block, key, source, bare)
-                children += inner[1] if block.loc == fn.loc else [_json(inner[0], inner[1])]
-            parts.append(_json(head, children))
+                inner = self._block(block, key, source, bare, columns)
+                children += inner[1] if block.loc == fn.loc else [_json(inner[0], inner[1], columns)]
+            parts.append(_json(head, children, columns))
         return "[" + ",".join(parts) + "]"
+
+    def forget(self) -> None:
+        """Drop the ops' JSON, keeping what is slow to find (the typing has stopped)."""
+        self.keep = False
+        for piece in self.pieces:
+            if piece.outline is not None and len(piece.outline) > 5:
+                piece.outline = piece.outline[:5]
 
     def _piece_of(self, op):
         pieces, k = self.pieces, self._at
+        if k < len(pieces) and pieces[k]._ops is op:   # most: the piece of one op, the next one
+            self._at = k + 1
+            return pieces[k]
         while k < len(pieces) and not (pieces[k]._ops is op or type(pieces[k]._ops) is tuple and op in pieces[k]._ops):
             k += 1
         if k == len(pieces):
@@ -111,7 +167,7 @@ class Outlines:
         self._at = k
         return pieces[k]
 
-    def _block(self, block, key, source: Source, bare: bool) -> tuple:
+    def _block(self, block, key, source: Source, bare: bool, columns) -> tuple:
         """(the block's symbol, the JSON of its ops)."""
         start = from_loc(block.loc)
         close, end = source.braced_end(start, outputs=True)
@@ -119,46 +175,54 @@ class Outlines:
         symbol = Symbol(label.group() if label else "block", key or "", "block", (start, end), source.token_range(start))
         ops = [op for op in block.operations if op.loc]
         out = []
-        dumps = json.dumps
         for op, after in zip(ops, ops[1:] + [None]):
             line, column = op.loc[0] - 1, op.loc[1] - 1
             until = (after.loc[0] - 1 if after is not None else close[0] + 1) - line
             piece = self._piece_of(op)
             found = piece.outline if piece is not None else None
-            if found is None or found[0] != until or op.blocks:
+            if found is not None and len(found) == 7 and found[5] == line and found[0] == until and columns is None:
+                out.append(found[6])   # written for this place already: while typing, most ops
+                continue
+            nested = type(op) is not CompactOperation and op.blocks
+            if found is None or found[0] != until or nested:
                 full = _op(op, after, close, source, bare)
-                if op.blocks:   # a few: written out in full
-                    out.append(dumps(_tree_json(full), separators=(",", ":")))
+                if nested:   # a few: written out in full
+                    out.append(json.dumps(_tree_json(full, columns), separators=(",", ":")))
                     continue
                 (_, _), (end_line, end_column) = full.range
-                found = (until, end_line - line, end_column, full.selection[1][1])
-                if piece is not None and piece.start == line:
-                    piece.outline = found
-            name = ", ".join(v.name if bare else var(v.name) for v in op.outputs) or op.type
-            detail = op.type + (f" {quote(op.name)}" if op.name is not None else "")
-            out.append(_OP_JSON % (dumps(name), line, column, line + found[1], found[2], line, column, line, found[3],
-                                   f'"detail":{dumps(detail)},', ""))
+                found = (until, end_line - line, end_column, full.selection[1][1],
+                         sys.intern(_string(full.detail)))   # the same few op types: one string each
+            last, end_column, selected = line + found[1], found[2], found[3]
+            if columns is not None:
+                column, end_column, selected = columns(line, column), columns(last, end_column), columns(line, selected)
+            written = _OP_JSON % (_string(_name(op, bare)), line, column, last, end_column, line, column, line,
+                                  selected, found[4])
+            out.append(written)
+            if piece is not None and piece.start == line:
+                piece.outline = found[:5] + (line, written) if self.keep and columns is None else found[:5]
         return symbol, out
 
 
-def _tree_json(symbol: Symbol) -> dict:
+def _tree_json(symbol: Symbol, columns=None) -> dict:
     out = {"name": symbol.name, "kind": KINDS[symbol.kind],
-           "range": {"start": _place(symbol.range[0]), "end": _place(symbol.range[1])},
-           "selectionRange": {"start": _place(symbol.selection[0]), "end": _place(symbol.selection[1])}}
+           "range": {"start": _place(symbol.range[0], columns), "end": _place(symbol.range[1], columns)},
+           "selectionRange": {"start": _place(symbol.selection[0], columns),
+                              "end": _place(symbol.selection[1], columns)}}
     if symbol.detail:
         out["detail"] = symbol.detail
-    out["children"] = [_tree_json(c) for c in symbol.children]
+    if symbol.children or symbol.kind != "op":
+        out["children"] = [_tree_json(c, columns) for c in symbol.children]
     return out
 
 
-def _place(pos: tuple) -> dict:
-    return {"line": pos[0], "character": pos[1]}
+def _place(pos: tuple, columns) -> dict:
+    return {"line": pos[0], "character": pos[1] if columns is None else columns(*pos)}
 
 
-def _json(symbol: Symbol, children: list) -> str:
+def _json(symbol: Symbol, children: list, columns) -> str:
     """The JSON of a function's or block's symbol, with its children's JSON."""
-    text = json.dumps(_tree_json(Symbol(symbol.name, symbol.detail, symbol.kind, symbol.range, symbol.selection)),
-                      separators=(",", ":"))
+    text = json.dumps(_tree_json(Symbol(symbol.name, symbol.detail, symbol.kind, symbol.range, symbol.selection),
+                                 columns), separators=(",", ":"))
     return text[:-len("]}")] + ",".join(children) + "]}"   # the children go into its "children":[]
 
 

@@ -47,6 +47,7 @@ class MilServer(LanguageServer):
         self.analyses: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self._release = None   # the release_memory scheduled after a big answer
+        self._forget: dict[str, asyncio.TimerHandle] = {}   # each text's Outlines.forget, scheduled
         self.headers = Headers()   # the weight files' headers, parsed once for the session
         self.checker = ThreadPoolExecutor(1, "miltext-check")   # the whole checks once the typing stops
 
@@ -57,6 +58,20 @@ class MilServer(LanguageServer):
         if self._release is not None:
             self._release.cancel()
         self._release = asyncio.get_event_loop().call_later(RELEASE_AFTER, self._released)
+
+    def forget_outline_later(self, uri: str) -> None:
+        """The ops' outline JSON dropped once the outline has not been asked for IDLE (see
+        outline.Outlines.forget)."""
+        found = self._forget.pop(uri, None)
+        if found is not None:
+            found.cancel()
+        self._forget[uri] = asyncio.get_event_loop().call_later(IDLE, self._forget_outline, uri)
+
+    def _forget_outline(self, uri: str) -> None:
+        self._forget.pop(uri, None)
+        a = self.analyses.get(uri)
+        if a is not None:
+            a.outlines.forget()
 
     def _released(self) -> None:
         self._release = None
@@ -148,7 +163,7 @@ class MilServer(LanguageServer):
         return lsp.DocumentSymbol(name=s.name, detail=s.detail or None, kind=KIND[s.kind],
                                   range=self.range_of(a, s.range),
                                   selection_range=self.range_of(a, s.selection),
-                                  children=[self.symbol(a, c) for c in s.children])
+                                  children=[self.symbol(a, c) for c in s.children] if s.children or s.kind != "op" else None)
 
 
 server = MilServer()
@@ -319,8 +334,9 @@ def document_symbol(ls: MilServer, params: lsp.DocumentSymbolParams):
     if a is None:
         return []
     ls.release_later()
-    if a.source.plain:   # the client's places are the server's: the JSON kept op by op
-        return RawJSON(a.outline_json())
+    ls.forget_outline_later(params.text_document.uri)
+    if a.source.client_starts is a.source.lines.starts:   # the client's lines are the server's
+        return RawJSON(a.outline_json(ls.workspace.position_codec.impl))
     return [ls.symbol(a, s) for s in a.outline]
 
 
