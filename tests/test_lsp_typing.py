@@ -248,3 +248,20 @@ def test_outline_of_a_text_beyond_ascii_counts_utf16(client):
         assert [d["code"] for d in change(client, uri, version, text)] == ["unusual-name"]
         assert client.request("textDocument/documentSymbol", doc(uri)) == utf16_outline(text)
     assert client.request("textDocument/documentSymbol", doc(uri))[0]["children"][0]["children"][2]["detail"] == "relu"
+
+
+def test_diagnostics_wait_as_long_as_the_text_takes_to_analyse():
+    """The wait from an edit to its diagnostics (in which the next key supersedes it) follows
+    what the text's last analysis cost: a small text gets them sooner, a big one's fast typing
+    is still analysed once, and no wait is longer than it was."""
+    from miltext.lsp.server import DEBOUNCE, Pace
+    pace = Pace()
+    assert pace.wait("file:///new.mil") == DEBOUNCE   # not analysed yet: the longest wait
+    for uri, took in (("file:///small.mil", 0.003), ("file:///1k.mil", 0.015), ("file:///10k.mil", 0.6)):
+        pace.analysed(uri, took)
+    small, mid, big = (pace.wait(f"file:///{name}.mil") for name in ("small", "1k", "10k"))
+    assert 0 < small < mid < big == DEBOUNCE
+    pace.analysed("file:///small.mil", 0.0)
+    assert pace.wait("file:///small.mil") > 0   # edits sent at once are still analysed once
+    pace.forget("file:///1k.mil")
+    assert pace.wait("file:///1k.mil") == DEBOUNCE

@@ -1,9 +1,9 @@
 """The pygls side of `miltext lsp`: LSP messages in, Analysis answers out.
 
 Each open text is analysed once for each content it has, each analysis starting from the one
-before. Edits are debounced: diagnostics go out DEBOUNCE after the last edit (an edit arriving
-meanwhile supersedes the one before, whose work is dropped), from a check that reuses the
-previous findings; once the typing has stopped for IDLE, the whole program is checked again.
+before. Edits are debounced: diagnostics go out a short wait after the last edit (an edit
+arriving meanwhile supersedes the one before, whose work is dropped; see Pace), from a check
+that reuses the previous findings; once the typing has stopped for IDLE, the whole program is checked again.
 Places go out in the units the client asked for (UTF-16 unless it negotiated otherwise);
 Analysis counts code points.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote, urlparse
 
@@ -29,7 +30,8 @@ from .transport import REFUSED, BoundedReader
 # file is about 2 MB; one with every weight inline can be tens of MB.
 MAX_DOCUMENT = 32 << 20
 
-DEBOUNCE = 0.04   # seconds from an edit to its diagnostics, when no other edit follows
+DEBOUNCE = 0.04   # most seconds from an edit to its diagnostics, when no other edit follows
+QUICKEST = 0.005  # least: the edits an editor sends at once (a paste, a rename) are analysed once
 IDLE = 0.6        # seconds without edits before the whole program is checked again
 RELEASE_AFTER = 0.2   # seconds from a big answer to handing the memory it took back
 
@@ -41,11 +43,31 @@ KIND = {"function": lsp.SymbolKind.Function, "block": lsp.SymbolKind.Namespace,
         "op": lsp.SymbolKind.Operator}
 
 
+class Pace:
+    """How long each text's diagnostics wait after an edit: as long as its last analysis after
+    an edit took, between QUICKEST and DEBOUNCE. The wait lets the next key supersede an edit
+    before any work is done on it, which is worth it when that work is long (a big text); a
+    small text, analysed in less than the wait, gets its diagnostics sooner."""
+
+    def __init__(self):
+        self.took: dict[str, float] = {}
+
+    def wait(self, uri: str) -> float:
+        return min(DEBOUNCE, max(QUICKEST, self.took.get(uri, DEBOUNCE)))
+
+    def analysed(self, uri: str, seconds: float) -> None:
+        self.took[uri] = seconds
+
+    def forget(self, uri: str) -> None:
+        self.took.pop(uri, None)
+
+
 class MilServer(LanguageServer):
     def __init__(self):
         super().__init__("miltext", __version__, protocol_cls=MilProtocol)
         self.analyses: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
+        self.pace = Pace()
         self._release = None   # the release_memory scheduled after a big answer
         self._forget: dict[str, asyncio.TimerHandle] = {}   # each text's Outlines.forget, scheduled
         self.headers = Headers()   # the weight files' headers, parsed once for the session
@@ -92,7 +114,7 @@ class MilServer(LanguageServer):
         return found
 
     def schedule(self, uri: str) -> None:
-        """Diagnostics for the text as it is after DEBOUNCE, unless another edit comes first."""
+        """Diagnostics for the text as it is after its wait (Pace), unless another edit comes first."""
         task = self.pending.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -100,8 +122,10 @@ class MilServer(LanguageServer):
 
     async def _later(self, uri: str) -> None:
         try:
-            await asyncio.sleep(DEBOUNCE)
+            await asyncio.sleep(self.pace.wait(uri))
+            started = time.perf_counter()
             self.publish(uri)
+            self.pace.analysed(uri, time.perf_counter() - started)
             await asyncio.sleep(IDLE)
             a = self.analyses.get(uri)
             if a is not None and not a.complete and a.program is not None:
@@ -193,6 +217,7 @@ async def did_change(ls: MilServer, params: lsp.DidChangeTextDocumentParams):
 def did_close(ls: MilServer, params: lsp.DidCloseTextDocumentParams):
     uri = params.text_document.uri
     ls.analyses.pop(uri, None)
+    ls.pace.forget(uri)
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
