@@ -14,6 +14,8 @@ median and a worst case over the repetitions:
              to its diagnostics, and a hover after it
 - half-op    the line's op type half typed (`= lin`): diagnostics, hover
 - no-brace   the block's closing `}` deleted: diagnostics, hover
+- rename-typing  keys typed into the name the edited line declares (`%x` -> `%x1` -> `%x12`, and
+             back): its readers lose it, and did-you-mean changes; diagnostics, hover
 - burst      20 keys 50 ms apart: the last key to the diagnostics of the final text
 - outline    the document's symbols after an edit
 - complete   a completion where an input's value goes (`relu(x=%`)
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -121,6 +124,9 @@ def measure(command, env, cwd, path: Path, reps: int) -> dict:
         step("edit", original)
         step("half-op", original.split("=", 1)[0] + "= lin")
         step("edit", original)
+        named = re.match(r"\s*%[\w.]+", original).end()
+        for typed in ("1", "12", "1", ""):
+            step("rename-typing", original[:named] + typed + original[named:])
     close = max(n for n, line in enumerate(lines) if line.strip().startswith("}") and "->" in line)
     for _ in range(reps):   # the block's `}` deleted, and put back
         sent = replace(close, lines[close].replace("}", "", 1), lines[close])
@@ -162,7 +168,7 @@ def measure(command, env, cwd, path: Path, reps: int) -> dict:
 
 
 ROWS = ["open", "edit", "edit hover", "unclosed", "unclosed hover", "half-op", "half-op hover", "no-brace",
-        "no-brace hover", "burst", "outline", "complete", "complete items"]
+        "no-brace hover", "rename-typing", "rename-typing hover", "burst", "outline", "complete", "complete items"]
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ hover and inlay hints show after a sequence of edits (a shape changed, lines bro
 mended, an op half typed, a `}` deleted, lines added and taken out) are those of a fresh
 analysis of the final text, and those whole-program inference gives; a broken line is one error
 and the rest keeps its types; completion of names is ranked and capped."""
+import json
 import re
 
 import miltext
@@ -265,3 +266,51 @@ def test_diagnostics_wait_as_long_as_the_text_takes_to_analyse():
     assert pace.wait("file:///small.mil") > 0   # edits sent at once are still analysed once
     pace.forget("file:///1k.mil")
     assert pace.wait("file:///1k.mil") == DEBOUNCE
+
+
+def renamed_steps(text: str) -> list[str]:
+    """Keys typed into the name %s3 declares (its readers lose it, did-you-mean changes with
+    each key), meanwhile %p0 made %s3_ (a nearer name for them, the suggestion before standing)
+    and back, then the keys taken out again; and %t3 typed into %t4 (a name declared twice)."""
+    lines = text.split("\n")
+    n = next(i for i, line in enumerate(lines) if line.startswith("    %s3 = "))
+    m = n + 1
+    p0 = next(i for i, line in enumerate(lines) if line.startswith("    %p0 = "))
+    steps = []
+    for name in ("%s31", "%s312", "%s31", "%S3", "%s3"):
+        lines[n] = "    " + name + lines[n][lines[n].index(" = "):]
+        steps.append("\n".join(lines))
+        if name == "%s312":
+            for declared in ("%s3_", "%p0"):
+                lines[p0] = "    " + declared + lines[p0][lines[p0].index(" = "):]
+                steps.append("\n".join(lines))
+    lines[m] = lines[m].replace("%t3 = ", "%t4 = ")
+    steps.append("\n".join(lines))
+    lines[m] = lines[m].replace("%t4 = ", "%t3 = ")
+    steps.append("\n".join(lines))
+    return steps
+
+
+def test_typing_into_a_declared_name_checks_only_what_reads_it(client):
+    """A key typed into a declared name is checked again in the ops that read the old or the
+    new name, its "did you mean" from the names index: the diagnostics are a fresh text's."""
+    from miltext.lsp.analysis import Analysis
+    text = shorthand()
+    a = Analysis(text)
+    assert a.findings(complete=True) == []
+    for step in renamed_steps(text):
+        a = Analysis(step, a)
+        found = a.findings()
+        assert not a.complete   # not a whole check
+        assert [(f.range, f.message, f.code) for f in found] == \
+            [(f.range, f.message, f.code) for f in Analysis(step).findings(complete=True)]
+    steps = renamed_steps(text)
+    assert any("did you mean %s31?" in f.message for f in Analysis(steps[0]).findings(complete=True))
+    assert any("%s3 is not defined; did you mean %s3_?" in f.message for f in Analysis(steps[2]).findings(complete=True))
+    uri = "file:///renamed.mil"
+    open_text(client, uri, text)
+    for version, step in enumerate(renamed_steps(text), start=2):
+        typed = change(client, uri, version, step)
+        fresh = f"file:///renamed-fresh-{version}.mil"
+        assert json.dumps(typed) == json.dumps(open_text(client, fresh, step)).replace(fresh, uri)
+        assert typed or step == text

@@ -22,9 +22,10 @@ from .index import declared_names, read_names
 
 # More ops than this to check again: check the whole program.
 MOST_AFFECTED = 300
-# Findings whose words depend on every name in scope ("did you mean" among them): when the
-# part checked has one, the whole program is checked instead.
-WHOLE_SCOPE = frozenset({"undefined-name", "undefined-output", "out-of-scope", "use-before-definition"})
+# Findings whose "did you mean" depends on every name in scope: the part checked has only some,
+# so these are worded again from the names index (see _reworded).
+UNDEFINED = {"undefined-name": "{}", "undefined-output": "block output {}"}
+_MEANT = re.compile(r"; did you mean (.+)\?\Z", re.S)
 
 
 class Files:
@@ -65,6 +66,7 @@ def incremental(before_index, index, diagnostics: list, files: Files | None = No
     names = set()
     for i in touched:
         names.update(declared_names(pieces[i]))
+    added = set(names)   # what the changed ops declare now
     gone = reading.replaced if reading.added is not None else \
         [p for p in before.pieces if p.end > first and p.start < end_old]
     for p in gone:  # what the changed ops declared before the edit
@@ -98,9 +100,10 @@ def incremental(before_index, index, diagnostics: list, files: Files | None = No
     lines_of = set(reading.layout.frame)
     for i in affected:
         lines_of.update(range(pieces[i].start, pieces[i].end))
-    fresh = [d for d in full(_part(reading, sorted(needed)), reading.text, files)
+    fresh = [_reworded(d, index) if d.rule in UNDEFINED else d
+             for d in full(_part(reading, sorted(needed)), reading.text, files)
              if d.line is not None and d.line - 1 in lines_of and not echo(d, broken)]
-    if any(d.rule in WHOLE_SCOPE for d in fresh):
+    if any(d is None for d in fresh):
         return None
     kept = []
     for d in diagnostics:
@@ -114,8 +117,40 @@ def incremental(before_index, index, diagnostics: list, files: Files | None = No
             continue
         if line in lines_of:
             continue
-        kept.append(_moved(d, line + 1 - d.line, end_old, delta))
+        d = _moved(d, line + 1 - d.line, end_old, delta)
+        if d.rule in UNDEFINED and names:   # names came or went: another may be nearest now
+            d = _reworded(d, index, (names, added))
+            if d is None:
+                return None
+        kept.append(d)
     return sorted(kept + fresh, key=lambda d: (d.line is None, d.line or 0, d.column or 0))
+
+
+def _reworded(d, index, changed: tuple | None = None):
+    """An undefined name's finding with the "did you mean" a whole check gives (the nearest of
+    every name visible where it is used), or None when the name is not found at its place.
+    The finding comes from a part of the program, or (`changed`: the names the edit touched,
+    and those of them declared now) from before the edit, whose suggestion still stands unless
+    a name declared now is nearer, or it went. (A name used before its definition, or out of
+    its scope, reads the same from a part: it holds every declaration of each name its ops read.)"""
+    from dataclasses import replace
+
+    from ..checker.context import var
+    from ..checker.suggest import did_you_mean
+    from ..text.lexemes import var_name
+    place = (d.line - 1, (d.column or 1) - 1)
+    used = index.at(place)
+    if used is None or used.declares:
+        return None
+    said = _MEANT.search(d.message)
+    was = var_name(said.group(1)) if said else None
+    if changed is not None and (was is None or was not in changed[0] or index.sees(was, place)):
+        # the nearest of all is the nearest of the one before and the new names
+        known = [name for name in changed[1] if index.sees(name, place)] + ([was] if was else [])
+    else:
+        known = index.visible_names(place)
+    meant = did_you_mean(used.name, known, spell=var)
+    return replace(d, message=UNDEFINED[d.rule].format(var(used.name)) + " is not defined" + meant)
 
 
 def echo(d, broken: set) -> bool:

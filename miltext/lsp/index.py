@@ -237,6 +237,31 @@ class Index:
         return out
 
 
+    def sees(self, name: str, pos: tuple) -> bool:
+        """Whether a declaration of `name` is visible at `pos`."""
+        return any(d.start < pos and d.scope[0] <= pos and pos[0] <= d.scope[1] for d in self.decls_of(name))
+
+    def visible_names(self, pos: tuple) -> list[str]:
+        """The names of visible(pos), found without making a Decl for each name a plain op (one
+        op without blocks, alone in its piece) declares: it is visible from its piece's end on
+        in the block it sits in. Did-you-mean asks this of every name of a 10k-op text."""
+        from ..ir.compact import CompactOperation
+        i = bisect_right(self._top, (pos[0], 1 << 30)) - 1
+        first = self._top[i][0] if i >= 0 and pos[0] <= self._top[i][1] else 1 << 62   # the use's block
+        out = []
+        for name, found in self.declaring.items():
+            for p in _pieces(found):
+                if type(p._ops) is not CompactOperation:   # nested blocks, or several ops: asked in full
+                    if self.sees(name, pos):
+                        out.append(name)
+                        break
+                elif first <= p.start and p.end <= pos[0]:
+                    out.append(name)
+                    break
+        out += [name for name, decls in self._frame_decls.items()
+                if any(d.start < pos and d.scope[0] <= pos and pos[0] <= d.scope[1] for d in decls)]
+        return out
+
     def nearest_visible(self, pos: tuple, prefix: str, most: int) -> list[Decl]:
         """Those of the declarations visible at `pos` whose names start with `prefix`, the
         nearest above `pos` first, at most `most` (only those are looked at in full)."""
