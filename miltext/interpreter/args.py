@@ -11,6 +11,7 @@ from .errors import RunError
 from .limits import held
 
 _REQUIRED = object()
+_MISSING = object()
 
 
 class Literal:
@@ -99,7 +100,14 @@ class Args:
             raise RunError(f"input {key!r} is required")
         if len(found) != 1:
             return [self._resolve(b) for b in found]
-        return self._resolve(found[0])
+        binding = found[0]
+        if type(binding) is str:          # the common case first: a var's value
+            value = self.env.get(binding, _MISSING)
+            if value is not _MISSING:
+                return value
+        elif type(binding) is Literal and binding.array is not None:
+            return binding.array
+        return self._resolve(binding)
 
     def many(self, key: str) -> list:
         """A variadic input (concat's values) as a list of arrays."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import threading
 from contextlib import nullcontext
 from functools import cache
 
@@ -46,6 +47,32 @@ class _OneThread:
         self.setter(self.before)
 
 
+class _Run:
+    """One run's context: the calling thread's count set to 1 for the whole run when the
+    machine is busy; either way, whether the run has one thread only, so that `sized` (called
+    at every product) need not change a count that is 1 already."""
+    __slots__ = ("setter", "busy", "before", "outer")
+
+    def __init__(self, setter, busy: bool):
+        self.setter, self.busy, self.before, self.outer = setter, busy, 0, False
+
+    def __enter__(self):
+        self.before = self.setter(1)
+        if not self.busy and self.before > 1:
+            self.setter(self.before)
+        self.outer = getattr(_thread, "one", False)
+        _thread.one = self.busy or self.before <= 1
+        return self
+
+    def __exit__(self, *exc):
+        _thread.one = self.outer
+        self.setter(self.before)
+
+
+_thread = threading.local()       # `one`: the run on this thread has one BLAS thread throughout
+_NULL = nullcontext()
+
+
 def busy() -> bool:
     """Whether every core this process may use is taken (by the 1-minute load average)."""
     try:
@@ -57,13 +84,13 @@ def busy() -> bool:
 
 def for_run():
     """A context for one run: one BLAS thread throughout when the machine is busy."""
-    setter = _local_setter() if busy() else None
-    return nullcontext() if setter is None else _OneThread(setter)
+    setter = _local_setter()
+    return _NULL if setter is None else _Run(setter, busy())
 
 
 def sized(macs: int):
     """A context for a product of `macs` multiply-adds: one BLAS thread when it is small."""
-    if macs >= SMALL:
-        return nullcontext()
+    if macs >= SMALL or getattr(_thread, "one", False):
+        return _NULL
     setter = _local_setter()
-    return nullcontext() if setter is None else _OneThread(setter)
+    return _NULL if setter is None else _OneThread(setter)

@@ -25,7 +25,7 @@ from .registry import find
 
 class Step:
     """One op as the loop runs it."""
-    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "drops", "last")
+    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "most", "drops", "last")
 
     def __init__(self, op, kernel, bindings: dict, drops: list):
         self.op, self.kernel, self.bindings, self.drops = op, kernel, bindings, drops
@@ -39,6 +39,7 @@ class Step:
             if isinstance(t, TensorType) and t.is_static:
                 itemsize = np.dtype(_numpy_dtype(t) or np.float64).itemsize
                 self.need.append((t.shape, itemsize, f"output %{var.name}", math.prod(t.shape) * itemsize))
+        self.most = max((need[3] for need in self.need), default=0)     # the largest, checked first
 
 
 class Evaluator:
@@ -169,10 +170,11 @@ class Evaluator:
             raise RunError(f"miltext run has no kernel for {op.type} (docs/run.md lists the ops it runs)", op.loc)
         args = Args(self, op, env, opset, step.bindings, step.last)
         try:
-            limits = self.limits
-            for shape, itemsize, what, need in step.need:
-                if need >= BIG or need > limits.max_memory:
-                    args.allow(shape, itemsize, what)
+            most = step.most
+            if most >= BIG or most > self.limits.max_memory:
+                for shape, itemsize, what, need in step.need:
+                    if need >= BIG or need > self.limits.max_memory:
+                        args.allow(shape, itemsize, what)
             result = kernel(args)
         except RunError as e:
             if e.loc is None and op.loc is not None:
@@ -189,7 +191,10 @@ class Evaluator:
         if type(result) is not tuple:
             if len(names) != 1:
                 raise RunError(f"{op.type} gave 1 output, the op names {len(names)}", op.loc)
-            env[names[0]] = _as_declared(step.dtypes[0], result)
+            want = step.dtypes[0]
+            # the common case inline: an array of the declared dtype
+            env[names[0]] = (result if type(result) is np.ndarray and (want is None or result.dtype == want)
+                             else _as_declared(want, result))
             return
         if len(result) != len(names):
             raise RunError(f"{op.type} gave {len(result)} output(s), the op names {len(names)}", op.loc)

@@ -20,13 +20,18 @@ _BINARY = {
 
 def operands(a, *keys):
     """The inputs `keys` as arrays, once their broadcast result is known to fit in --max-memory."""
-    values = [np.asarray(a(k)) for k in keys]
-    itemsize, bound = 8, 8
-    for v in values:         # the broadcast has no more elements than the operands' product
-        itemsize = max(itemsize, v.itemsize)
-        bound *= v.size
-    bound = bound // 8 * itemsize
-    if bound >= BIG or bound > a.evaluator.limits.max_memory:     # else allow() would pass
+    values = [a(k) for k in keys]
+    itemsize = 8                   # a kernel may compute in float64
+    for i, v in enumerate(values):
+        if type(v) is not np.ndarray:
+            values[i] = v = np.asarray(v)
+        if v.itemsize > itemsize:
+            itemsize = v.itemsize
+    shape = values[0].shape
+    # the broadcast has as many elements as operands of one shape, else at most their product
+    count = values[0].size if all(v.shape == shape for v in values) else math.prod(v.size for v in values)
+    need = count * itemsize
+    if need >= BIG or need > a.evaluator.limits.max_memory:     # else allow() would pass
         a.allow(np.broadcast_shapes(*(v.shape for v in values)), itemsize)
     return values
 

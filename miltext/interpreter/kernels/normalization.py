@@ -44,25 +44,35 @@ def instance_norm(a):
 @kernel("layer_norm")
 def layer_norm(a):
     x = np.asarray(a("x"))
+    ndim = x.ndim
     axes = a.ints("axes", None)
-    if axes and not all(-x.ndim <= ax < x.ndim for ax in axes):
-        raise RunError(f"axes {axes} are not all axes of x, which has rank {x.ndim}")
-    axes = tuple(range(x.ndim)) if axes is None else tuple(ax % x.ndim for ax in axes)
+    if axes is None:
+        axes = tuple(range(ndim))
+    elif all(-ndim <= ax < ndim for ax in axes):
+        axes = tuple(ax % ndim for ax in axes)
+    else:
+        raise RunError(f"axes {axes} are not all axes of x, which has rank {ndim}")
     xf = wide(x)
-    count = math.prod(x.shape[i] for i in axes)
+    count = 1
+    for ax in axes:
+        count *= x.shape[ax]
     # mean and var as NumPy's take them (a sum, then / count), the centred values reused
     y = xf - np.add.reduce(xf, axis=axes, keepdims=True) / count
-    var = np.add.reduce(np.square(y), axis=axes, keepdims=True) / count
+    var = np.add.reduce(np.square(y), axis=axes, keepdims=True)
+    var /= count
     var += a.scalar("epsilon", 1e-5)
     y /= np.sqrt(var, out=var)
     # gamma and beta have the normalized dims' shape: laid over x with 1 for the other dims
-    # (the definition's rule), so axes need not be the trailing ones
-    laid = [x.shape[i] if i in axes else 1 for i in range(x.ndim)]
-    gamma, beta = a("gamma", None), a("beta", None)
-    if gamma is not None:
-        y *= wide(gamma).reshape(laid)
-    if beta is not None:
-        y += wide(beta).reshape(laid)
+    # (the definition's rule), so axes need not be the trailing ones (when they are, as they
+    # mostly are, the shape lays itself)
+    laid = None if axes == tuple(range(ndim - len(axes), ndim)) else [
+        x.shape[i] if i in axes else 1 for i in range(ndim)]
+    for key, apply in (("gamma", np.multiply), ("beta", np.add)):
+        v = a(key, None)
+        if v is not None:
+            v = wide(v)
+            apply(y, v if laid is None and v.shape == y.shape[ndim - len(axes):] else v.reshape(laid or
+                  y.shape[ndim - len(axes):]), out=y)
     return y.astype(x.dtype, copy=False)
 
 
