@@ -366,7 +366,8 @@ def test_a_lone_weight_file_shows_its_digests_quickly(tmp_path, monkeypatch):
         "blob: 128 x fp16, 256 bytes", "blob: 16 x fp16, 32 bytes", "blob: 64 x fp16, 128 bytes"]
     start = time.monotonic()
     assert textconv_text(str(lone)) == result.stdout
-    assert time.monotonic() - start < 0.5                          # two git commands that fail at once
+    # two git commands that fail at once: seconds would mean a wait, not a loaded machine
+    assert time.monotonic() - start < 5
 
 
 def test_a_model_that_does_not_fit_names_no_blob(tmp_path):
