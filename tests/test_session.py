@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import miltext
+from miltext.cli import main as cli
 from miltext.interpreter import RunError, Session, run
 from miltext.interpreter.evaluator import Evaluator
 from miltext.model.io import read_model
@@ -115,6 +116,53 @@ def test_each_run_has_its_own_limits():
         big.run({"x": np.ones(1, np.float32)}, max_memory=1 << 20)
     assert big.run({"x": np.ones(1, np.float32)})["y"].shape == (4096, 4096)
     assert session.run({"x": np.ones(1, np.float32)}, timeout=60)["y"][0] == 5.0
+
+
+LINEAR = """main[CoreML7](%x: (4, 256, fp32)) {
+  block0() {
+    %w: (384, 256, fp32) = const(val=(384, 256, fp32)(npy("w.npy")), name="w")
+    %b: (384, fp32) = const(val=(384, fp32)(npy("b.npy")), name="b")
+    %y: (4, 384, fp32) = linear(x=%x, weight=%w, bias=%b, name="y")
+  } -> (%y)
+}
+"""
+
+
+def resident_bytes(path: str) -> int:
+    """The bytes of `path`'s memory maps this process holds in memory (Linux's smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            if line[:1].isdigit() or line[:1] in "abcdef":       # a mapping's header line
+                inside = line.rstrip().endswith(path)
+            elif inside and line.startswith("Rss:"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+def test_a_linear_weight_is_kept_transposed_and_held_once(tmp_path):
+    """linear keeps its weight transposed (the layout small products run fastest with) and lets
+    go of the map's pages under it: memory holds the weight once; the values are linear's."""
+    rng = np.random.default_rng(5)
+    w, b = rng.standard_normal((384, 256)).astype(np.float32), rng.standard_normal(384).astype(np.float32)
+    np.save(tmp_path / "w.npy", w)
+    np.save(tmp_path / "b.npy", b)
+    (tmp_path / "m.mil").write_text(LINEAR)
+    assert cli(["build", str(tmp_path / "m.mil"), "-o", str(tmp_path / "m.mlpackage")]) == 0
+    model = read_model(str(tmp_path / "m.mlpackage"))
+    x = rng.standard_normal((4, 256)).astype(np.float32)
+    session = Session(model.program, weights=model.folder)
+    first = session.run({"x": x})["y"]
+    np.testing.assert_allclose(first, x.astype(np.float64) @ w.T.astype(np.float64) + b, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(session.run({"x": x})["y"], first)
+    (kept,), = [[lit for lit in step.bindings["weight"]] for _, steps in session._evaluator._plans.values()
+                for step in steps if step.op.type == "linear"]
+    (transposed,), = kept.plain.values()
+    assert transposed.shape == (256, 384) and transposed.flags.c_contiguous
+    np.testing.assert_array_equal(transposed, w.T)
+    weight_file = os.path.join(model.folder, "weights", "weight.bin")
+    assert os.path.getsize(weight_file) > w.nbytes
+    assert resident_bytes(os.path.realpath(weight_file)) < w.nbytes // 4      # the bias and a few edge pages
 
 
 def test_erf_and_gelu_of_many_values_hold_to_the_exact_definitions():

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes, ops as op_table
 from .errors import RunError
-from .limits import held
+from .limits import BIG, held
 
 _REQUIRED = object()
 _MISSING = object()
@@ -19,11 +19,12 @@ class Literal:
     `const` the op, where a value that cannot be read is reported), decoded on its first use
     and kept when it is an array (read-only: a kernel writing into it would change every later
     run); list and dict values, which list kernels may change, are decoded afresh each time."""
-    __slots__ = ("value", "array", "dtype", "const", "plain")
+    __slots__ = ("value", "array", "dtype", "const", "plain", "readers")
 
     def __init__(self, value, dtype=None, const=None):
         self.value, self.array, self.dtype, self.const = value, None, dtype, const
-        self.plain = {}          # the array as Args.scalar and Args.ints give it, once worked out
+        self.plain = {}          # the array as Args.scalar, Args.ints and Args.kept give it, once worked out
+        self.readers = 0         # the bindings of the plan that hold it
 
     def get(self, evaluator):
         if self.array is not None:
@@ -139,6 +140,24 @@ class Args:
                     return convert(key, value)
             return known[0][:] if type(known[0]) is list else known[0]     # a list the kernel may change
         return convert(key, self(key, default))
+
+    def kept(self, key: str, make):
+        """`make(value)` for input `key` when it is a literal array (a weight) no other op reads,
+        worked out on the first run and kept for the next: a layout the kernel computes faster
+        with. `make` may give None (not for this value); None too for any other input."""
+        found = self.bindings.get(key)
+        if found is None or len(found) != 1 or type(found[0]) is not Literal or found[0].readers > 1:
+            return None
+        literal = found[0]
+        known = literal.plain.get(make)
+        if known is None:
+            value = literal.get(self.evaluator)
+            if literal.array is None:
+                return None
+            if value.nbytes >= BIG:
+                self.allow(value.shape, value.itemsize, f"a copy of {key}")
+            known = literal.plain[make] = (make(value),)
+        return known[0]
 
     def out_dtype(self, index: int = 0):
         """The numpy dtype output `index` declares (None when the type does not say)."""

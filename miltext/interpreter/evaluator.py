@@ -155,6 +155,10 @@ class Evaluator:
         for key, value in op.attributes.items():
             if key != "name" and key not in bindings:
                 bindings[key] = [Literal(value)]
+        for found in bindings.values():
+            for b in found:
+                if type(b) is Literal:
+                    b.readers += 1
         return Step(op, find(op.type), bindings, drops)
 
     def op(self, op, env: dict, opset: str) -> None:
