@@ -25,11 +25,12 @@ from .registry import find
 
 class Step:
     """One op as the loop runs it."""
-    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "most", "drops", "last")
+    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "most", "drops", "last", "args")
 
     def __init__(self, op, kernel, bindings: dict, drops: list):
         self.op, self.kernel, self.bindings, self.drops = op, kernel, bindings, drops
         self.last = frozenset(drops)         # the inputs no op after this one reads
+        self.args = None                     # what the kernel sees, made on the first run and reused
         self.names = [var.name for var in op.outputs]
         self.dtypes = [_numpy_dtype(var.type) for var in op.outputs]
         # what the text declares the outputs take, checked before the kernel runs
@@ -172,7 +173,11 @@ class Evaluator:
         op, kernel = step.op, step.kernel
         if kernel is None:
             raise RunError(f"miltext run has no kernel for {op.type} (docs/run.md lists the ops it runs)", op.loc)
-        args = Args(self, op, env, opset, step.bindings, step.last)
+        args = step.args
+        if args is None:
+            args = step.args = Args(self, op, env, opset, step.bindings, step.last)
+        else:                          # the step's own, made on its first run
+            args.env, args.opset, args.passes = env, opset, None
         try:
             most = step.most
             if most >= BIG or most > self.limits.max_memory:
@@ -191,6 +196,8 @@ class Evaluator:
         except MemoryError:            # a size no kernel checked: a bug of ours, still said plainly
             raise RunError(f"{op.type} ran out of memory (--max-memory is "
                            f"{size_text(self.limits.max_memory)})", op.loc) from None
+        finally:
+            args.env = None            # the run's values are not held past it
         names = step.names
         if type(result) is not tuple:
             if len(names) != 1:

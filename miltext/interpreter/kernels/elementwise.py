@@ -21,16 +21,20 @@ _BINARY = {
 def operands(a, *keys):
     """The inputs `keys` as arrays, once their broadcast result is known to fit in --max-memory."""
     values = [a(k) for k in keys]
-    itemsize = 8                   # a kernel may compute in float64
+    itemsize, same, product = 8, True, 1        # 8: a kernel may compute in float64
+    shape = None
     for i, v in enumerate(values):
         if type(v) is not np.ndarray:
             values[i] = v = np.asarray(v)
         if v.itemsize > itemsize:
             itemsize = v.itemsize
-    shape = values[0].shape
+        if shape is None:
+            shape = v.shape
+        elif v.shape != shape:
+            same = False
+        product *= v.size
     # the broadcast has as many elements as operands of one shape, else at most their product
-    count = values[0].size if all(v.shape == shape for v in values) else math.prod(v.size for v in values)
-    need = count * itemsize
+    need = (values[0].size if same else product) * itemsize
     if need >= BIG or need > a.evaluator.limits.max_memory:     # else allow() would pass
         a.allow(np.broadcast_shapes(*(v.shape for v in values)), itemsize)
     return values
@@ -109,17 +113,25 @@ _exact_erf = np.vectorize(math.erf, otypes=[np.float64])
 # relative error is below 1.3e-7 for every z (Numerical Recipes' erfcc)
 _ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
          -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+# 1/2, 1 and the coefficients as arrays of 0 dims in each working dtype: NumPy takes such an
+# operand in half the time of a Python float (which it converts at every call)
+_ERFC_AS = {np.dtype(t): (np.array(0.5, t), np.array(1.0, t), tuple(np.array(c, t) for c in _ERFC))
+            for t in (np.float32, np.float64)}
 # erf's Maclaurin series, x * sum(c_n x^2n), for |x| < 0.5, where 1 - erfc would lose digits
 _ERF_SERIES = tuple((2 / math.sqrt(math.pi)) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(9))
 
 
 def _erfc_of_abs(z):
     """erfc(z) for z >= 0 (float32 or float64, computed in z's dtype)."""
-    t = 1 / (1 + 0.5 * z)
-    poly = np.full_like(t, _ERFC[-1])
-    for c in _ERFC[-2::-1]:
-        poly *= t
+    half, one, coefficients = _ERFC_AS[z.dtype]
+    t = z * half                      # 1 / (1 + z / 2), in place
+    t += one
+    np.reciprocal(t, out=t)
+    poly = t * coefficients[-1]
+    for c in coefficients[-2:0:-1]:
         poly += c
+        poly *= t
+    poly += coefficients[0]
     poly -= z * z
     np.exp(poly, out=poly)
     poly *= t
@@ -158,6 +170,7 @@ def erf_of(x, scale: float = 1.0):
     return out
 
 
+_GELU_SCALE = np.array(1 / math.sqrt(2), np.float32)
 _CHUNK = 1 << 14     # elements a whole-array formula is taken over at once: its passes stay in cache
 
 
@@ -169,16 +182,19 @@ def gelu_exact(x):
         return 0.5 * xw * (1 + _exact_erf(xw / math.sqrt(2)))
     flat = xw.reshape(-1)
     out = np.empty_like(flat)
+    half, one, _ = _ERFC_AS[flat.dtype]
     for at in range(0, flat.size, _CHUNK):
         part = flat[at:at + _CHUNK]
-        r = _erfc_of_abs(np.abs(part) * np.float32(1 / math.sqrt(2)))
-        # 2 - r where part >= 0, r elsewhere, blended by arithmetic (a masked op is far slower)
-        up = 1 - r
-        up *= (part >= 0).astype(np.float32)
-        up *= 2
+        z = np.abs(part)
+        z *= _GELU_SCALE
+        r = _erfc_of_abs(z)
+        # 2 - r where part >= 0, r elsewhere, blended by arithmetic (np.where is slower)
+        up = np.subtract(one, r, out=z)
+        up *= part >= 0
+        up += up
         r += up
         r *= part
-        np.multiply(r, np.float32(0.5), out=out[at:at + _CHUNK])
+        np.multiply(r, half, out=out[at:at + _CHUNK])
     return out.reshape(xw.shape)
 
 

@@ -11,8 +11,9 @@ from ..weight_maps import transposed
 
 def wide(x):
     """Floats below fp32 computed in fp32."""
-    x = np.asarray(x)
-    return x.astype(np.float32) if x.dtype.kind == "f" and x.itemsize < 4 else x
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
+    return x.astype(np.float32) if x.itemsize < 4 and x.dtype.kind == "f" else x
 
 
 def _transposed(weight):
@@ -49,12 +50,12 @@ def linear(a):
 @kernel("matmul")
 def matmul(a):
     x, y = np.asarray(a("x")), np.asarray(a("y"))
-    out_dtype = np.result_type(x, y)
+    out_dtype = x.dtype if x.dtype == y.dtype else np.result_type(x, y)
     x, y = wide(x), wide(y)
-    if a.scalar("transpose_x", False):
-        x = np.swapaxes(x, -1, -2) if x.ndim > 1 else x
-    if a.scalar("transpose_y", False):
-        y = np.swapaxes(y, -1, -2) if y.ndim > 1 else y
+    if x.ndim > 1 and a.scalar("transpose_x", False):
+        x = np.swapaxes(x, -1, -2)
+    if y.ndim > 1 and a.scalar("transpose_y", False):
+        y = np.swapaxes(y, -1, -2)
     with sized(max(x.size * (y.shape[-1] if y.ndim > 1 else 1), y.size * (x.shape[-2] if x.ndim > 1 else 1))):
         return np.matmul(x, y).astype(out_dtype, copy=False)
 
