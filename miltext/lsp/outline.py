@@ -60,18 +60,13 @@ def _op(op, after, close: tuple, source: Source, bare: bool) -> Symbol:
     """The symbol of an op (`after` is the op after it in its block, `close` the block's end)."""
     op_start = from_loc(op.loc)
     op_end = source.trimmed(_line_start(from_loc(after.loc), op_start) if after is not None else close)
-    child = Symbol(*_named(op, bare), "op", (op_start, op_end), source.token_range(op_start))
+    child = Symbol(_name(op, bare), op.type + _aside(op), "op", (op_start, op_end), source.token_range(op_start))
     child.children = [_block(b, None, source, bare) for b in op.blocks if b.loc]
     return child
 
 
-def _named(op, bare: bool) -> tuple[str, str]:
-    """(name, detail) of an op's symbol: its outputs (its type when it has none), and its type
-    with its name when that is not its output's (a canonical text names each op after it)."""
-    return _name(op, bare), op.type + _aside(op)
-
-
 def _name(op, bare: bool) -> str:
+    """The name of an op's symbol: its outputs (its type when it has none)."""
     outputs = op.outputs
     if len(outputs) == 1:
         return outputs[0].name if bare else var(outputs[0].name)
@@ -79,7 +74,8 @@ def _name(op, bare: bool) -> str:
 
 
 def _aside(op) -> str:
-    """What an op's detail says after its type: its name, unless that is its output's."""
+    """What an op's detail says after its type: its name, unless that is its output's (a
+    canonical text names each op after its output)."""
     given = op.name
     if given is None:
         return ""

@@ -94,6 +94,7 @@ class MilServer(LanguageServer):
         a = self.analyses.get(uri)
         if a is not None:
             a.outlines.forget()
+            release_memory()
 
     def _released(self) -> None:
         self._release = None
