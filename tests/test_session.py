@@ -3,9 +3,11 @@ runs give, reads its weights once (memory-mapped), hands out arrays of the calle
 shows an observer every op's outputs with the pass of the loop they come from; the
 vectorized erf and GELU hold to their exact definitions (conv's batched product is held
 to its definition in test_interpreter_ops.py)."""
+import gc
 import math
 import mmap
 import os
+import weakref
 
 import numpy as np
 import pytest
@@ -163,6 +165,22 @@ def test_a_linear_weight_is_kept_transposed_and_held_once(tmp_path):
     weight_file = os.path.join(model.folder, "weights", "weight.bin")
     assert os.path.getsize(weight_file) > w.nbytes
     assert resident_bytes(os.path.realpath(weight_file)) < w.nbytes // 4      # the bias and a few edge pages
+
+
+def test_a_session_let_go_frees_its_weights_at_once():
+    """No cycle holds a Session's plan: once the caller lets go of it, its kept weights and maps
+    go at once, not at the next garbage collection (miltext.run is one Session)."""
+    model, inputs = case("transformer_fp32")
+    session = Session(model.program, weights=model.folder)
+    session.run(inputs)
+    session.run(inputs)
+    kept = weakref.ref(session._evaluator)
+    gc.disable()
+    try:
+        del session
+        assert kept() is None
+    finally:
+        gc.enable()
 
 
 def test_erf_and_gelu_of_many_values_hold_to_the_exact_definitions():

@@ -143,8 +143,9 @@ class Args:
 
     def kept(self, key: str, make):
         """`make(value)` for input `key` when it is a literal array (a weight) no other op reads,
-        worked out on the first run and kept for the next: a layout the kernel computes faster
-        with. `make` may give None (not for this value); None too for any other input."""
+        worked out on the first run and kept for the next in place of the value: a layout the
+        kernel computes faster with. `make` may give None (not for this value: the value is
+        kept); None too for any other input."""
         found = self.bindings.get(key)
         if found is None or len(found) != 1 or type(found[0]) is not Literal or found[0].readers > 1:
             return None
@@ -157,6 +158,8 @@ class Args:
             if value.nbytes >= BIG:
                 self.allow(value.shape, value.itemsize, f"a copy of {key}")
             known = literal.plain[make] = (make(value),)
+            if known[0] is not None:
+                literal.array = None       # the kept form stands for it: memory holds one of them
         return known[0]
 
     def out_dtype(self, index: int = 0):

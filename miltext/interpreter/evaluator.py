@@ -177,7 +177,7 @@ class Evaluator:
         if args is None:
             args = step.args = Args(self, op, env, opset, step.bindings, step.last)
         else:                          # the step's own, made on its first run
-            args.env, args.opset, args.passes = env, opset, None
+            args.evaluator, args.env, args.opset, args.passes = self, env, opset, None
         try:
             most = step.most
             if most >= BIG or most > self.limits.max_memory:
@@ -197,7 +197,8 @@ class Evaluator:
             raise RunError(f"{op.type} ran out of memory (--max-memory is "
                            f"{size_text(self.limits.max_memory)})", op.loc) from None
         finally:
-            args.env = None            # the run's values are not held past it
+            # the run's values are not held past it, nor the evaluator (no cycle through its plans)
+            args.evaluator = args.env = None
         names = step.names
         if type(result) is not tuple:
             if len(names) != 1:

@@ -123,8 +123,10 @@ def gelu(a):
 def softmax(a):
     x = _x(a)
     axis = a.scalar("axis", -1)
-    # initial: an empty axis has no max, and its softmax is empty too
-    e = x - np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
+    # an empty axis has no max (initial gives one), and its softmax is empty too
+    top = (np.maximum.reduce(x, axis=axis, keepdims=True) if x.size else
+           np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf))
+    e = x - top
     np.exp(e, out=e)
     e /= np.add.reduce(e, axis=axis, keepdims=True)
     return e.astype(x.dtype, copy=False)

@@ -57,6 +57,7 @@ def layer_norm(a):
     for ax in axes:
         count *= x.shape[ax]
     # mean and var as NumPy's take them (a sum, then / count), the centred values reused
+    count = np.array(count, xf.dtype)      # a 0-dim operand: NumPy converts a Python number at every call
     y = xf - np.add.reduce(xf, axis=axes, keepdims=True) / count
     var = np.add.reduce(np.square(y), axis=axes, keepdims=True)
     var /= count
