@@ -100,7 +100,8 @@ def incremental(before_index, index, diagnostics: list, files: Files | None = No
     lines_of = set(reading.layout.frame)
     for i in affected:
         lines_of.update(range(pieces[i].start, pieces[i].end))
-    fresh = [_reworded(d, index) if d.rule in UNDEFINED else d
+    changed = (names, added, before_index.nearest)
+    fresh = [_reworded(d, index, changed, kept=False) if d.rule in UNDEFINED else d
              for d in full(_part(reading, sorted(needed)), reading.text, files)
              if d.line is not None and d.line - 1 in lines_of and not echo(d, broken)]
     if any(d is None for d in fresh):
@@ -119,36 +120,49 @@ def incremental(before_index, index, diagnostics: list, files: Files | None = No
             continue
         d = _moved(d, line + 1 - d.line, end_old, delta)
         if d.rule in UNDEFINED and names:   # names came or went: another may be nearest now
-            d = _reworded(d, index, (names, added))
+            d = _reworded(d, index, changed)
             if d is None:
                 return None
         kept.append(d)
     return sorted(kept + fresh, key=lambda d: (d.line is None, d.line or 0, d.column or 0))
 
 
-def _reworded(d, index, changed: tuple | None = None):
-    """An undefined name's finding with the "did you mean" a whole check gives (the nearest of
-    every name visible where it is used), or None when the name is not found at its place.
-    The finding comes from a part of the program, or (`changed`: the names the edit touched,
-    and those of them declared now) from before the edit, whose suggestion still stands unless
-    a name declared now is nearer, or it went. (A name used before its definition, or out of
-    its scope, reads the same from a part: it holds every declaration of each name its ops read.)"""
+def _reworded(d, index, changed: tuple, kept: bool = True):
+    """An undefined name's finding with the "did you mean" a whole check gives: the nearest of
+    every name visible where it is used (None when the name is not found at its place). The
+    finding comes from a part of the program, or (`kept`) from before the edit. `changed`: the
+    names the edit touched, those of them declared now, and the index before's `nearest`.
+
+    The nearest of a set is the nearer of the nearest of any two parts of it, so what an edit
+    did not change is not looked at again: the nearest of the names other than those the
+    typing touches is kept in the index (`nearest`, for the next edit), and a kept finding's
+    suggestion stands unless a name declared now is nearer, or it went. (A name used before its
+    definition, or out of its scope, reads the same from a part: it holds every declaration of
+    each name its ops read.)"""
     from dataclasses import replace
 
     from ..checker.context import var
-    from ..checker.suggest import did_you_mean
+    from ..checker.suggest import closest, did_you_mean
     from ..text.lexemes import var_name
     place = (d.line - 1, (d.column or 1) - 1)
     used = index.at(place)
     if used is None or used.declares:
         return None
+    names, added, before = changed
+    key = (used.name, place)
     said = _MEANT.search(d.message)
     was = var_name(said.group(1)) if said else None
-    if changed is not None and (was is None or was not in changed[0] or index.sees(was, place)):
-        # the nearest of all is the nearest of the one before and the new names
-        known = [name for name in changed[1] if index.sees(name, place)] + ([was] if was else [])
+    found = before.get(key)
+    if found is not None and names <= found[0] | added and found[1] not in added:
+        apart, nearest = found[0] | added, found[1]   # names outside `apart` are as they were
+    elif kept and (was is None or was not in names or index.sees(was, place)):
+        apart, nearest = added, was
     else:
-        known = index.visible_names(place)
+        apart = added
+        nearest = closest(used.name, [n for n in index.visible_names(place) if n not in apart])
+    if found is not None or not kept or nearest is not was:
+        index.nearest[key] = (frozenset(apart), nearest)
+    known = [n for n in apart if index.sees(n, place)] + ([nearest] if nearest is not None else [])
     meant = did_you_mean(used.name, known, spell=var)
     return replace(d, message=UNDEFINED[d.rule].format(var(used.name)) + " is not defined" + meant)
 

@@ -55,6 +55,9 @@ class Index:
         self._piece_starts = array("q", [p.start for p in reading.pieces])
         self._decls: dict = {}   # name -> [Decl], sorted, made when first asked
         self._occurrences: dict = {}
+        # (undefined name, place) -> (names set apart, the nearest of the others visible there):
+        # for did-you-mean after the next edit (checking._reworded)
+        self.nearest: dict = {}
         if previous is not None and previous.bare == self.bare and previous.declaring is not None \
                 and reading.added is not None:   # the reading replaced a few pieces only
             self.declaring = previous.declaring
