@@ -66,15 +66,17 @@ def layer_norm(a):
     # gamma and beta have the normalized dims' shape: laid over x with 1 for the other dims
     # (the definition's rule), so axes need not be the trailing ones (when they are, as they
     # mostly are, the shape lays itself)
-    laid = None if axes == tuple(range(ndim - len(axes), ndim)) else [
+    trailing = x.shape[ndim - len(axes):]
+    laid = trailing if axes == tuple(range(ndim - len(axes), ndim)) else [
         x.shape[i] if i in axes else 1 for i in range(ndim)]
-    for key, apply in (("gamma", np.multiply), ("beta", np.add)):
-        v = a(key, None)
-        if v is not None:
-            v = wide(v)
-            apply(y, v if laid is None and v.shape == y.shape[ndim - len(axes):] else v.reshape(laid or
-                  y.shape[ndim - len(axes):]), out=y)
-    return y.astype(x.dtype, copy=False)
+    gamma, beta = a("gamma", None), a("beta", None)
+    if gamma is not None:
+        gamma = wide(gamma)
+        y *= gamma if gamma.shape == laid else gamma.reshape(laid)
+    if beta is not None:
+        beta = wide(beta)
+        y += beta if beta.shape == laid else beta.reshape(laid)
+    return y if y.dtype == x.dtype else y.astype(x.dtype)
 
 
 @kernel("l2_norm")
