@@ -179,15 +179,14 @@ class Outlines:
             if found is not None and len(found) == 7 and found[5] == line and found[0] == until and columns is None:
                 out.append(found[6])   # written for this place already: while typing, most ops
                 continue
-            nested = type(op) is not CompactOperation and op.blocks
-            if found is None or found[0] != until or nested:
-                full = _op(op, after, close, source, bare)
-                if nested:   # a few: written out in full
-                    out.append(json.dumps(_tree_json(full, columns), separators=(",", ":")))
-                    continue
-                (_, _), (end_line, end_column) = full.range
-                found = (until, end_line - line, end_column, full.selection[1][1],
-                         sys.intern(_string(full.detail)))   # the same few op types: one string each
+            if type(op) is not CompactOperation and op.blocks:   # a few: written out in full
+                out.append(json.dumps(_tree_json(_op(op, after, close, source, bare), columns), separators=(",", ":")))
+                continue
+            if found is None or found[0] != until:   # what _op finds, without the rest of its symbol
+                start = (line, column)
+                end_line, end_column = source.trimmed(_line_start(from_loc(after.loc), start) if after is not None else close)
+                found = (until, end_line - line, end_column, source.token_range(start)[1][1],
+                         sys.intern(_string(op.type + _aside(op))))   # the same few op types: one string each
             last, end_column, selected = line + found[1], found[2], found[3]
             if columns is not None:
                 column, end_column, selected = columns(line, column), columns(last, end_column), columns(line, selected)
