@@ -199,6 +199,17 @@ def test_softmax_of_large_and_infinite_values(axis):
     same(run_op(f"softmax(x=%x, axis={axis})", x=x), softmax_ref(x, axis).astype(np.float32))
 
 
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_softmax_of_values_within_exp_range_holds_to_the_definition(axis):
+    """Values whose exps are all normal floats are taken as they are (no max taken out): a row
+    of large negatives still sums to 1, and every value is the definition's."""
+    x = f32(np.clip(RNG.standard_normal((3, 5, 7)) * 20, -63, 63))
+    x[0] = -63 + RNG.random((5, 7))
+    got = run_op(f"softmax(x=%x, axis={axis})", x=x)
+    same(got, softmax_ref(x, axis))
+    np.testing.assert_allclose(got.sum(axis=axis), 1, rtol=1e-6)
+
+
 def test_softmax_in_fp16_keeps_its_dtype():
     x = np.array([[10000.0, 10000.0, 0.0]], np.float16)
     got = run_op("softmax(x=%x, axis=-1)", x=x)
