@@ -1,6 +1,6 @@
 """NumPy's BLAS threads during a run (issue 30): one thread for a product too small to share,
-and for a whole run on a machine whose cores are all busy; every thread otherwise, and the
-caller's setting back afterwards."""
+and for a whole run on a machine whose cores are all busy; every thread for a big product
+otherwise (the run holds one between products), and the caller's setting back afterwards."""
 import os
 from contextlib import nullcontext
 
@@ -33,7 +33,7 @@ def test_small_products_run_on_one_thread_large_ones_on_all():
         setter(before)
 
 
-def test_a_run_on_a_busy_machine_holds_to_one_thread(monkeypatch):
+def test_a_run_holds_one_thread_and_lends_the_rest_to_big_products_unless_busy(monkeypatch):
     setter = blas_threads._local_setter()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     monkeypatch.setattr(os, "getloadavg", lambda: (cores + 0.5, 0.0, 0.0))
@@ -43,16 +43,29 @@ def test_a_run_on_a_busy_machine_holds_to_one_thread(monkeypatch):
     if setter is None:
         return
     seen = []
-    program = miltext.loads("main[CoreML7](%x: (64, 64, fp32)) {\n  block0() {\n"
-                            '    %y: (64, 64, fp32) = matmul(x=%x, y=%x, name="y")\n  } -> (%y)\n}\n')
+    real = np.matmul
+
+    def spy(x, y, *args, **kwargs):         # the count each product runs with
+        seen.append(local_threads(setter))
+        return real(x, y, *args, **kwargs)
+
+    program = miltext.loads("main[CoreML7](%x: (64, 64, fp32), %b: (256, 256, fp32)) {\n  block0() {\n"
+                            '    %y: (64, 64, fp32) = matmul(x=%x, y=%x, name="y")\n'
+                            '    %c: (256, 256, fp32) = matmul(x=%b, y=%b, name="c")\n  } -> (%y, %c)\n}\n')
+    assert 256 ** 3 >= blas_threads.SMALL > 64 ** 3
+    between = []
     before = setter(2)
     try:
+        monkeypatch.setattr(np, "matmul", spy)
         for load in (cores + 0.5, 0.0):
             monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
-            out = miltext.Session(program).run({"x": np.eye(64, dtype=np.float32)},
-                                               observer=lambda *_: seen.append(local_threads(setter)))
+            out = miltext.Session(program).run({"x": np.eye(64, dtype=np.float32), "b": np.eye(256, dtype=np.float32)},
+                                               observer=lambda *_: between.append(local_threads(setter)))
             np.testing.assert_array_equal(out["y"], np.eye(64))
-        assert seen == [1, 2]
+            np.testing.assert_array_equal(out["c"], np.eye(256))
+        # busy: one thread for both; else the small product on one, the big one on both
+        assert seen == [1, 1, 1, 2]
+        assert between == [1, 1, 1, 1]          # the run holds one thread between products
         assert local_threads(setter) == 2          # the caller's count, back after the run
     finally:
         setter(before)

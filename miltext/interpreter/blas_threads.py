@@ -2,9 +2,11 @@
 within every product, so a second thread pays only when the product is big enough to share and
 a core is free to run it: a product too small (below SMALL multiply-adds) runs on one thread,
 and so does a whole run on a machine whose cores are all busy (its 1-minute load at or above
-their count), where the second thread would wait its turn at each product. Otherwise products
-keep every thread the BLAS was given. Works where NumPy's BLAS is the OpenBLAS its wheels
-bundle (the count set for the calling thread only); elsewhere it changes nothing."""
+their count), where the second thread would wait its turn at each product. Otherwise big
+products take every thread the BLAS was given. A run holds one thread and lends a big product
+the others (most products of a model of small ops are small: they then change nothing). Works
+where NumPy's BLAS is the OpenBLAS its wheels bundle (the count set for the calling thread
+only); elsewhere it changes nothing."""
 from __future__ import annotations
 
 import ctypes
@@ -33,14 +35,15 @@ def _local_setter():
     return None
 
 
-class _OneThread:
-    __slots__ = ("setter", "before")
+class _Threads:
+    """The calling thread's BLAS count set to `count` inside, and back after."""
+    __slots__ = ("setter", "count", "before")
 
-    def __init__(self, setter):
-        self.setter, self.before = setter, 0
+    def __init__(self, setter, count: int):
+        self.setter, self.count, self.before = setter, count, 0
 
     def __enter__(self):
-        self.before = self.setter(1)
+        self.before = self.setter(self.count)
         return self
 
     def __exit__(self, *exc):
@@ -48,28 +51,25 @@ class _OneThread:
 
 
 class _Run:
-    """One run's context: the calling thread's count set to 1 for the whole run when the
-    machine is busy; either way, whether the run has one thread only, so that `sized` (called
-    at every product) need not change a count that is 1 already."""
+    """One run's context: one BLAS thread throughout, and in `_thread.full` the count a big
+    product may take (0 when the machine is busy or the BLAS has one thread anyway)."""
     __slots__ = ("setter", "busy", "before", "outer")
 
     def __init__(self, setter, busy: bool):
-        self.setter, self.busy, self.before, self.outer = setter, busy, 0, False
+        self.setter, self.busy, self.before, self.outer = setter, busy, 0, None
 
     def __enter__(self):
         self.before = self.setter(1)
-        if not self.busy and self.before > 1:
-            self.setter(self.before)
-        self.outer = getattr(_thread, "one", False)
-        _thread.one = self.busy or self.before <= 1
+        self.outer = getattr(_thread, "full", None)
+        _thread.full = 0 if self.busy or self.before <= 1 else self.before
         return self
 
     def __exit__(self, *exc):
-        _thread.one = self.outer
+        _thread.full = self.outer
         self.setter(self.before)
 
 
-_thread = threading.local()       # `one`: the run on this thread has one BLAS thread throughout
+_thread = threading.local()       # `full`: inside a run, the count a big product takes (else None)
 _NULL = nullcontext()
 
 
@@ -83,14 +83,18 @@ def busy() -> bool:
 
 
 def for_run():
-    """A context for one run: one BLAS thread throughout when the machine is busy."""
+    """A context for one run: one BLAS thread, lent out to big products unless the machine is busy."""
     setter = _local_setter()
     return _NULL if setter is None else _Run(setter, busy())
 
 
 def sized(macs: int):
-    """A context for a product of `macs` multiply-adds: one BLAS thread when it is small."""
-    if macs >= SMALL or getattr(_thread, "one", False):
+    """A context for a product of `macs` multiply-adds: one BLAS thread when it is small, every
+    thread the caller (or the run) has when it is big."""
+    full = getattr(_thread, "full", None)
+    if full is not None:                    # in a run, which holds one thread
+        return _NULL if macs < SMALL or not full else _Threads(_local_setter(), full)
+    if macs >= SMALL:
         return _NULL
     setter = _local_setter()
-    return _NULL if setter is None else _OneThread(setter)
+    return _NULL if setter is None else _Threads(setter, 1)
