@@ -200,14 +200,20 @@ def test_softmax_of_large_and_infinite_values(axis):
 
 
 @pytest.mark.parametrize("axis", [-1, 0, 1])
-def test_softmax_of_values_within_exp_range_holds_to_the_definition(axis):
-    """Values whose exps are all normal floats are taken as they are (no max taken out): a row
-    of large negatives still sums to 1, and every value is the definition's."""
-    x = f32(np.clip(RNG.standard_normal((3, 5, 7)) * 20, -63, 63))
-    x[0] = -63 + RNG.random((5, 7))
-    got = run_op(f"softmax(x=%x, axis={axis})", x=x)
-    same(got, softmax_ref(x, axis))
-    np.testing.assert_allclose(got.sum(axis=axis), 1, rtol=1e-6)
+def test_softmax_of_masked_and_moderate_values_holds_to_the_definition(axis):
+    """Values whose exps cannot overflow are taken as they are (no max taken out) unless some
+    row's exps sum to nearly 0: moderate values, a row masked but for one value (attention's
+    -10000), and a row masked whole (each value 1/n, which needs the max taken out)."""
+    x = f32(np.clip(RNG.standard_normal((3, 5, 7)) * 4, -63, 63))
+    masked = x.copy()
+    masked[1] = -10000.0
+    masked[1].reshape(-1)[::3] = 0.5
+    whole = masked.copy()
+    whole[2] = -10000.0
+    for values in (x, masked, whole):
+        got = run_op(f"softmax(x=%x, axis={axis})", x=values)
+        same(got, softmax_ref(values, axis))
+        np.testing.assert_allclose(got.sum(axis=axis), 1, rtol=1e-6)
 
 
 def test_softmax_in_fp16_keeps_its_dtype():

@@ -119,22 +119,27 @@ def gelu(a):
     return y.astype(x.dtype, copy=False)
 
 
-_UNSHIFTED = 64.0    # |x| below this: exp(x) is a normal fp32, and no sum of them within memory overflows
+_UNSHIFTED = 64.0    # x below this: exp(x) is finite in fp32, and no sum of them within memory overflows
+_ENOUGH = 2.0 ** -20  # a sum of exps at least this: its row's largest exp is a normal fp32, far from 0
 
 
 @kernel("softmax")
 def softmax(a):
     x = _x(a)
     axis = a.scalar("axis", -1)
-    if x.itemsize >= 4 and x.dtype.kind == "f" and x.size and -_UNSHIFTED < x.min() and x.max() < _UNSHIFTED:
-        # every exp and every sum of them a normal float: the max need not be taken out (a
-        # max along a short axis is slow in NumPy; and x - max would round x once more)
+    if x.itemsize >= 4 and x.dtype.kind == "f" and x.size and x.max() < _UNSHIFTED:
+        # the max need not be taken out (NumPy's max along a short axis is slow, and x - max
+        # rounds x once more) when no exp overflows and no row's sum is near 0: only its
+        # values below 1e-32 of the sum, which no fp32 sum sees, may lose digits
         e = np.exp(x)
-    else:
-        # an empty axis has no max (initial gives one), and its softmax is empty too
-        top = (np.maximum.reduce(x, axis=axis, keepdims=True) if x.size else
-               np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf))
-        e = x - top
-        np.exp(e, out=e)
+        total = np.add.reduce(e, axis=axis, keepdims=True)
+        if total.min() >= _ENOUGH:
+            e /= total
+            return e
+    # an empty axis has no max (initial gives one), and its softmax is empty too
+    top = (np.maximum.reduce(x, axis=axis, keepdims=True) if x.size else
+           np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf))
+    e = x - top
+    np.exp(e, out=e)
     e /= np.add.reduce(e, axis=axis, keepdims=True)
     return e.astype(x.dtype, copy=False)
