@@ -33,11 +33,24 @@ def operands(a, *keys):
         elif v.shape != shape:
             same = False
         product *= v.size
-    # the broadcast has as many elements as operands of one shape, else at most their product
-    need = (values[0].size if same else product) * itemsize
+    need = (values[0].size if same else _broadcast_bound(values, product)) * itemsize
     if need >= BIG or need > a.evaluator.limits.max_memory:     # else allow() would pass
         a.allow(np.broadcast_shapes(*(v.shape for v in values)), itemsize)
     return values
+
+
+def _broadcast_bound(values, product: int) -> int:
+    """At least the elements of the broadcast of values of more than one shape: the largest's
+    size when each shape ends the largest one (a bias, a mask, a scalar), else `product`, the
+    product of their sizes."""
+    big = values[0]
+    for v in values:
+        if v.size > big.size:
+            big = v
+    for v in values:
+        if v.ndim > big.ndim or big.shape[big.ndim - v.ndim:] != v.shape:
+            return product
+    return big.size
 
 
 def _binary(fn):
