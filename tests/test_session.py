@@ -248,3 +248,25 @@ def test_attention_is_the_definition_head_by_head(mask):
             f'  block0() {{\n    %y: (2, 3, 5, 4, fp32) = scaled_dot_product_attention({args}, name="y")\n  }} -> (%y)\n}}\n')
     inputs = {"q": q, "k": k, "v": v} | ({} if m is None else {"m": m})
     np.testing.assert_allclose(run(miltext.loads(text), inputs)["y"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_big_linear_weight_is_multiplied_as_it_lies_in_the_file(tmp_path):
+    """A weight past linear.SMALL_WEIGHT is not copied transposed (its products gain nothing
+    from it, and the copy would raise the run's peak): it stays a view of the file's map."""
+    from miltext.interpreter.kernels.linear import SMALL_WEIGHT
+    rng = np.random.default_rng(6)
+    rows = SMALL_WEIGHT // (256 * 4) + 16
+    w, b = rng.standard_normal((rows, 256)).astype(np.float32), rng.standard_normal(rows).astype(np.float32)
+    np.save(tmp_path / "w.npy", w)
+    np.save(tmp_path / "b.npy", b)
+    (tmp_path / "m.mil").write_text(LINEAR.replace("384", str(rows)))
+    assert cli(["build", str(tmp_path / "m.mil"), "-o", str(tmp_path / "m.mlpackage")]) == 0
+    model = read_model(str(tmp_path / "m.mlpackage"))
+    x = rng.standard_normal((4, 256)).astype(np.float32)
+    session = Session(model.program, weights=model.folder)
+    got = session.run({"x": x})["y"]
+    np.testing.assert_allclose(got, x.astype(np.float64) @ w.T.astype(np.float64) + b, rtol=1e-5, atol=1e-4)
+    (kept,), = [[lit for lit in step.bindings["weight"]] for _, steps in session._evaluator._plans.values()
+                for step in steps if step.op.type == "linear"]
+    assert list(kept.plain.values()) == [(None,)]
+    assert kept.array.shape == (rows, 256) and not kept.array.flags.owndata

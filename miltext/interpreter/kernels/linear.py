@@ -16,10 +16,17 @@ def wide(x):
     return x.astype(np.float32) if x.itemsize < 4 and x.dtype.kind == "f" else x
 
 
+# A weight up to this size is kept transposed. OpenBLAS's small products gain from it; a big
+# weight's products run as fast through the transposed view (a GPT-2-small block: 35 ms
+# either way), and its copy would raise a run's peak memory by megabytes.
+SMALL_WEIGHT = 1 << 20    # bytes
+
+
 def _transposed(weight):
-    """A float weight of at least fp32, transposed in an array of its own: OpenBLAS multiplies
-    small x by it (x @ W.T as x @ Wt) two to three times as fast as by W's transposed view."""
-    if weight.ndim != 2 or weight.dtype.kind != "f" or weight.itemsize < 4:
+    """A small float weight of at least fp32, transposed in an array of its own: OpenBLAS
+    multiplies small x by it (x @ W.T as x @ Wt) two to three times as fast as by W's
+    transposed view."""
+    if weight.ndim != 2 or weight.dtype.kind != "f" or weight.itemsize < 4 or weight.nbytes > SMALL_WEIGHT:
         return None
     return transposed(weight)
 

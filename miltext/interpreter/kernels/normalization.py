@@ -1,8 +1,6 @@
 """Normalizations, computed in fp32 at least, the result in the input's dtype."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import RunError
