@@ -86,6 +86,10 @@ class Server:
         s = cls(command, env, cwd)
         s.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
         s.send({"method": "initialized", "params": {}})
+        # answered once `initialized` is handled (messages are handled in order): its warm-up
+        # done, so that the idle memory is not read halfway through it
+        s.request("textDocument/hover", {"textDocument": {"uri": "file:///not-open.mil"},
+                                         "position": {"line": 0, "character": 0}})
         return s
 
     def _read(self):

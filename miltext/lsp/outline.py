@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _string  # a str as JSON, in C
@@ -116,7 +115,13 @@ class Outlines:
     above it. While the outline is being asked for (after each edit, as an editor does), each
     op's JSON is kept too, with the line it was written for: an op the edit did not move is not
     written again. That is twice the text for a 10k-op outline, so `forget` drops it once the
-    asking stops."""
+    asking stops.
+
+    A piece's `outline` is the op's ends (an int, see `_ends`), or (ends, line, JSON) while
+    the JSON is kept. What stays (the ends) is made in a pass of its own before any JSON is
+    written, and forgetting makes nothing new: a small object that stays, made among the JSON
+    strings, would keep their pages in use after they are dropped (the server's memory grew by
+    three times the text so)."""
 
     def __init__(self, reading):
         self.pieces = reading.pieces
@@ -148,8 +153,8 @@ class Outlines:
         """Drop the ops' JSON, keeping what is slow to find (the typing has stopped)."""
         self.keep = False
         for piece in self.pieces:
-            if piece.outline is not None and len(piece.outline) > 5:
-                piece.outline = piece.outline[:5]
+            if piece.outline is not None and len(piece.outline) == 3:
+                piece.outline = piece.outline[0]
 
     def _piece_of(self, op):
         pieces, k = self.pieces, self._at
@@ -170,32 +175,61 @@ class Outlines:
         label = _LABEL.match(source.line(start[0]), start[1])
         symbol = Symbol(label.group() if label else "block", key or "", "block", (start, end), source.token_range(start))
         ops = [op for op in block.operations if op.loc]
+        first = self._at
+        for op, after in zip(ops, ops[1:] + [None]):   # the ends to keep, all made before any JSON
+            piece = self._piece_of(op)
+            if piece is not None and piece.start == op.loc[0] - 1 and (type(op) is CompactOperation or not op.blocks):
+                until = _until(op, after, close)
+                found = piece.outline
+                if found is None or (found[0] if type(found) is tuple else found) >> _UNTIL != until:
+                    piece.outline = _ends(op, after, close, until, source)
+        self._at = first
         out = []
         for op, after in zip(ops, ops[1:] + [None]):
             line, column = op.loc[0] - 1, op.loc[1] - 1
-            until = (after.loc[0] - 1 if after is not None else close[0] + 1) - line
+            until = _until(op, after, close)
             piece = self._piece_of(op)
-            found = piece.outline if piece is not None else None
-            if found is not None and len(found) == 7 and found[5] == line and found[0] == until and columns is None:
-                out.append(found[6])   # written for this place already: while typing, most ops
-                continue
+            found = piece.outline if piece is not None and piece.start == line else None
+            if type(found) is tuple:
+                if found[1] == line and found[0] >> _UNTIL == until and columns is None:
+                    out.append(found[2])   # written for this place already: while typing, most ops
+                    continue
+                found = found[0]
             if type(op) is not CompactOperation and op.blocks:   # a few: written out in full
                 out.append(json.dumps(_tree_json(_op(op, after, close, source, bare), columns), separators=(",", ":")))
                 continue
-            if found is None or found[0] != until:   # what _op finds, without the rest of its symbol
-                start = (line, column)
-                end_line, end_column = source.trimmed(_line_start(from_loc(after.loc), start) if after is not None else close)
-                found = (until, end_line - line, end_column, source.token_range(start)[1][1],
-                         sys.intern(_string(op.type + _aside(op))))   # the same few op types: one string each
-            last, end_column, selected = line + found[1], found[2], found[3]
+            if found is None or found >> _UNTIL != until:   # an op its piece does not hold alone
+                found = _ends(op, after, close, until, source)
+            last, end_column, selected = line + (found >> 2 * _BITS & _MASK), found >> _BITS & _MASK, found & _MASK
             if columns is not None:
                 column, end_column, selected = columns(line, column), columns(last, end_column), columns(line, selected)
             written = _OP_JSON % (_string(_name(op, bare)), line, column, last, end_column, line, column, line,
-                                  selected, found[4])
+                                  selected, _string(op.type + _aside(op)))
             out.append(written)
             if piece is not None and piece.start == line:
-                piece.outline = found[:5] + (line, written) if self.keep and columns is None else found[:5]
+                piece.outline = (found, line, written) if self.keep and columns is None else found
         return symbol, out
+
+
+def _until(op, after, close: tuple) -> int:
+    """The lines from an op to the next op of its block (or past the block's end)."""
+    return (after.loc[0] - 1 if after is not None else close[0] + 1) - (op.loc[0] - 1)
+
+
+# An op's ends are one int (one small object per op, not a tuple and its items): from the top,
+# the lines to the next op, its range's end as lines from its start and a column, and its
+# selection's end column, all but the first in _BITS bits (the server reads at most 32M characters).
+_BITS = 26
+_MASK = (1 << _BITS) - 1
+_UNTIL = 3 * _BITS
+
+
+def _ends(op, after, close: tuple, until: int, source: Source) -> int:
+    """What _op finds that is slow to find, without the rest of its symbol, as one int (above)."""
+    start = (op.loc[0] - 1, op.loc[1] - 1)
+    end_line, end_column = source.trimmed(_line_start(from_loc(after.loc), start) if after is not None else close)
+    selected = source.token_range(start)[1][1]
+    return until << _UNTIL | min(end_line - start[0], _MASK) << 2 * _BITS | min(end_column, _MASK) << _BITS | min(selected, _MASK)
 
 
 def _tree_json(symbol: Symbol, columns=None) -> dict:
