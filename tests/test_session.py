@@ -142,23 +142,36 @@ def resident_bytes(path: str) -> int:
     return total
 
 
-def test_a_linear_weight_is_kept_transposed_and_held_once(tmp_path):
-    """linear keeps its weight transposed (the layout small products run fastest with) and lets
-    go of the map's pages under it: memory holds the weight once; the values are linear's."""
-    rng = np.random.default_rng(5)
-    w, b = rng.standard_normal((384, 256)).astype(np.float32), rng.standard_normal(384).astype(np.float32)
+def _linear_session(tmp_path, rows: int):
+    """A Session of LINEAR with a (rows, 256) weight and its bias from .npy files, after one run
+    checked against numpy: (session, model, weight, input, output)."""
+    rng = np.random.default_rng(rows)
+    w, b = rng.standard_normal((rows, 256)).astype(np.float32), rng.standard_normal(rows).astype(np.float32)
     np.save(tmp_path / "w.npy", w)
     np.save(tmp_path / "b.npy", b)
-    (tmp_path / "m.mil").write_text(LINEAR)
+    (tmp_path / "m.mil").write_text(LINEAR.replace("384", str(rows)))
     assert cli(["build", str(tmp_path / "m.mil"), "-o", str(tmp_path / "m.mlpackage")]) == 0
     model = read_model(str(tmp_path / "m.mlpackage"))
     x = rng.standard_normal((4, 256)).astype(np.float32)
     session = Session(model.program, weights=model.folder)
-    first = session.run({"x": x})["y"]
-    np.testing.assert_allclose(first, x.astype(np.float64) @ w.T.astype(np.float64) + b, rtol=1e-5, atol=1e-4)
-    np.testing.assert_array_equal(session.run({"x": x})["y"], first)
-    (kept,), = [[lit for lit in step.bindings["weight"]] for _, steps in session._evaluator._plans.values()
+    y = session.run({"x": x})["y"]
+    np.testing.assert_allclose(y, x.astype(np.float64) @ w.T.astype(np.float64) + b, rtol=1e-5, atol=1e-4)
+    return session, model, w, x, y
+
+
+def _linear_weight(session):
+    """The Literal the linear step of `session` reads its weight from."""
+    (kept,), = [list(step.bindings["weight"]) for _, steps in session._evaluator._plans.values()
                 for step in steps if step.op.type == "linear"]
+    return kept
+
+
+def test_a_linear_weight_is_kept_transposed_and_held_once(tmp_path):
+    """linear keeps its weight transposed (the layout small products run fastest with) and lets
+    go of the map's pages under it: memory holds the weight once; the values are linear's."""
+    session, model, w, x, y = _linear_session(tmp_path, 384)
+    np.testing.assert_array_equal(session.run({"x": x})["y"], y)
+    kept = _linear_weight(session)
     (transposed,), = kept.plain.values()
     assert transposed.shape == (256, 384) and transposed.flags.c_contiguous
     np.testing.assert_array_equal(transposed, w.T)
@@ -254,19 +267,8 @@ def test_a_big_linear_weight_is_multiplied_as_it_lies_in_the_file(tmp_path):
     """A weight past linear.SMALL_WEIGHT is not copied transposed (its products gain nothing
     from it, and the copy would raise the run's peak): it stays a view of the file's map."""
     from miltext.interpreter.kernels.linear import SMALL_WEIGHT
-    rng = np.random.default_rng(6)
     rows = SMALL_WEIGHT // (256 * 4) + 16
-    w, b = rng.standard_normal((rows, 256)).astype(np.float32), rng.standard_normal(rows).astype(np.float32)
-    np.save(tmp_path / "w.npy", w)
-    np.save(tmp_path / "b.npy", b)
-    (tmp_path / "m.mil").write_text(LINEAR.replace("384", str(rows)))
-    assert cli(["build", str(tmp_path / "m.mil"), "-o", str(tmp_path / "m.mlpackage")]) == 0
-    model = read_model(str(tmp_path / "m.mlpackage"))
-    x = rng.standard_normal((4, 256)).astype(np.float32)
-    session = Session(model.program, weights=model.folder)
-    got = session.run({"x": x})["y"]
-    np.testing.assert_allclose(got, x.astype(np.float64) @ w.T.astype(np.float64) + b, rtol=1e-5, atol=1e-4)
-    (kept,), = [[lit for lit in step.bindings["weight"]] for _, steps in session._evaluator._plans.values()
-                for step in steps if step.op.type == "linear"]
+    session = _linear_session(tmp_path, rows)[0]
+    kept = _linear_weight(session)
     assert list(kept.plain.values()) == [(None,)]
     assert kept.array.shape == (rows, 256) and not kept.array.flags.owndata
