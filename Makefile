@@ -14,7 +14,7 @@ VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
 .PHONY: demo test lint test-slow bench conformance clean have-vim have-nvim fuzz sanitize vsix
 
-$(STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c
+$(STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c miltext/interpreter/_fastkernels.c
 	@echo "== installing miltext and the test tools into $(VENV) (pip; a few minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode
 	touch $(STAMP) $(DEMO_STAMP)
 
 # The demo needs miltext alone (numpy, lark, protobuf): no test tools, no coremltools.
-$(DEMO_STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c
+$(DEMO_STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c miltext/interpreter/_fastkernels.c
 	@echo "== installing miltext into $(VENV) (pip: numpy, lark, protobuf)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e .
@@ -118,11 +118,12 @@ sanitize: $(STAMP)
 	find $(ASAN_DIR) -name '*.so' -delete
 	suffix=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"); \
 	include=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['include'])"); \
-	for ext in text/mil/_fastprint proto/_fastencode; do \
+	for ext in text/mil/_fastprint proto/_fastencode interpreter/_fastkernels; do \
 		$${CC:-gcc} -shared -fPIC $(SANITIZE) -I$$include miltext/$$ext.c -o $(ASAN_DIR)/miltext/$$ext$$suffix || exit 1; \
 	done
 	export LD_PRELOAD=$$($${CC:-gcc} -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$(CURDIR)/$(ASAN_DIR); \
-	$(BIN)/python -P -c "import miltext.text.mil._fastprint as p, miltext.proto._fastencode as e; \
-		assert '$(ASAN_DIR)' in p.__file__ and '$(ASAN_DIR)' in e.__file__, 'not the sanitized build'" && \
-	$(BIN)/pytest -q -p no:cacheprovider tests/test_fastprint.py tests/test_fastencode.py && \
+	$(BIN)/python -P -c "import miltext.text.mil._fastprint as p, miltext.proto._fastencode as e, \
+		miltext.interpreter._fastkernels as k; \
+		assert all('$(ASAN_DIR)' in m.__file__ for m in (p, e, k)), 'not the sanitized build'" && \
+	$(BIN)/pytest -q -p no:cacheprovider tests/test_fastprint.py tests/test_fastencode.py tests/test_fast_kernels.py && \
 	$(BIN)/python fuzz/run.py --seconds 10 proto_to_text from_proto

@@ -16,7 +16,7 @@ from .. import dtypes
 from ..errors import InputError
 from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, Value, WeightRef
 from ..ir.walk import blocks, operations
-from . import blas_threads
+from . import blas_threads, fast_kernels
 from .args import Args, Literal
 from .errors import RunError
 from .limits import BIG, Limits, size_text
@@ -58,6 +58,7 @@ class Evaluator:
         self._weights = None
         self._maps: dict = {}                # weight file -> its memory map (kept: arrays view it)
         self._plans: dict = {}               # id(block) -> (block, its steps)
+        self.native = None                   # the C kernels, when built and allowed (set per run)
         _complete_types(program)
 
     # ---- a function ----
@@ -72,6 +73,7 @@ class Evaluator:
         if limits is not None:
             self.limits = limits
         self.observer = None if observer is None else _Observed(observer, function)
+        self.native = fast_kernels.loaded()
         self.states = states if states is not None else {}
         extra = set(inputs) - {v.name for v in fn.inputs}
         if extra:
@@ -165,6 +167,7 @@ class Evaluator:
     def op(self, op, env: dict, opset: str) -> None:
         """`op` run alone on the values of `env`; nothing of it is kept (Constants decodes one
         weight at a time)."""
+        self.native = fast_kernels.loaded()
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             self._step(self._make_step(op, []), env, opset)

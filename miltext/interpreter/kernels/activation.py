@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..fast_kernels import usable
 from ..registry import kernel
 from .elementwise import gelu_exact
 from .linear import wide
@@ -110,6 +111,11 @@ def thresholded_relu(a):
 def gelu(a):
     x = _x(a)
     mode = a.scalar("mode", "EXACT")
+    native = usable(a, x)
+    if native is not None and mode in ("EXACT", "TANH_APPROXIMATION"):
+        y = np.empty_like(x)
+        native.gelu(x, y, mode != "EXACT")
+        return y
     if mode == "TANH_APPROXIMATION":
         y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
     elif mode == "SIGMOID_APPROXIMATION":
@@ -127,6 +133,11 @@ _ENOUGH = 2.0 ** -20  # a sum of exps at least this: its row's largest exp is a 
 def softmax(a):
     x = _x(a)
     axis = a.scalar("axis", -1)
+    native = usable(a, x)
+    if native is not None and axis in (-1, x.ndim - 1) and x.shape[-1]:
+        y = np.empty_like(x)
+        native.softmax(x, y, x.shape[-1])
+        return y
     if x.itemsize >= 4 and x.dtype.kind == "f" and x.size and x.max() < _UNSHIFTED:
         # the max need not be taken out (NumPy's max along a short axis is slow, and x - max
         # rounds x once more) when no exp overflows and no row's sum is near 0: only its

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import RunError
+from ..fast_kernels import usable
 from ..registry import kernel
 from .linear import wide
 
@@ -50,10 +51,15 @@ def layer_norm(a):
         axes = tuple(ax % ndim for ax in axes)
     else:
         raise RunError(f"axes {axes} are not all axes of x, which has rank {ndim}")
-    xf = wide(x)
     count = 1
     for ax in axes:
         count *= x.shape[ax]
+    native = usable(a, x)
+    if native is not None and axes == tuple(range(ndim - len(axes), ndim)):
+        y = _native_layer_norm(native, a, x, count)
+        if y is not None:
+            return y
+    xf = wide(x)
     # mean and var as NumPy's take them (a sum, then / count), the centred values reused
     count = np.array(count, xf.dtype)      # a 0-dim operand: NumPy converts a Python number at every call
     y = xf - np.add.reduce(xf, axis=axes, keepdims=True) / count
@@ -75,6 +81,19 @@ def layer_norm(a):
         beta = wide(beta)
         y += beta if beta.shape == laid else beta.reshape(laid)
     return y if y.dtype == x.dtype else y.astype(x.dtype)
+
+
+def _native_layer_norm(native, a, x, count: int):
+    """layer_norm over x's trailing `count` elements by the C kernel, when gamma and beta
+    (if given) are float32 arrays of those elements; else None."""
+    gamma, beta = a("gamma", None), a("beta", None)
+    for v in (gamma, beta):
+        if v is not None and (type(v) is not np.ndarray or v.dtype != np.float32 or v.size != count
+                              or not v.flags.c_contiguous):
+            return None
+    y = np.empty_like(x)
+    native.layer_norm(x, y, gamma, beta, float(a.scalar("epsilon", 1e-5)), count)
+    return y
 
 
 @kernel("l2_norm")

@@ -1,0 +1,349 @@
+/* fp32 kernels of the interpreter (miltext.interpreter.fast_kernels): layer_norm over the last
+ * axis, gelu (exact and tanh forms) and softmax over the last axis, each one pass in C where
+ * NumPy takes a dozen calls. Every function takes C-contiguous float32 buffers (the caller
+ * checks; anything else raises TypeError or ValueError here and the caller keeps to NumPy),
+ * writes `out` (which may be `x` itself), and returns None. No NumPy headers: the buffer
+ * protocol only. The loops are bounded by the buffers' sizes and run without the GIL. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* the loops' selects (NaN kept, clamps, the sign of x) made branch-free so GCC vectorizes
+ * them: no code here reads the floating-point exception flags */
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+/* The loops are written once, as always-inline bodies, and compiled again inside functions
+ * for AVX-512 and for AVX2 with FMA where the compiler can target them, the best the CPU runs
+ * chosen when the module loads: fp32 math at 4 lanes (the x86-64 baseline) takes 3 to 7
+ * times as long as at 8 or 16. */
+#define INLINE static inline __attribute__((always_inline))
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define WIDE_VARIANTS 1
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define AVX2 __attribute__((target("avx2,fma")))
+#else
+#define WIDE_VARIANTS 0
+#endif
+
+/* A C-contiguous float32 buffer of obj (writable when asked); -1 with an exception if not. */
+static int
+get_f32(PyObject *obj, Py_buffer *view, int writable, const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    if (view->itemsize != 4 || view->format == NULL || strcmp(view->format, "f") != 0) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s must be float32", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* exp(x) in float32, branch-free so the compiler can vectorize the loops that call it:
+ * x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor series to degree 7 (relative error
+ * below 1e-8), times 2^n as two powers of two so results down to the subnormals come out.
+ * NaN stays NaN; x above 89 gives inf, below -104 gives 0 (as exp rounds there). */
+INLINE float
+exp_f(float x)
+{
+    float c = x != x ? 0.0f : x;
+    c = c > 89.0f ? 89.0f : c;
+    c = c < -104.0f ? -104.0f : c;
+    /* round to nearest by adding and taking off 1.5 * 2^23 (exact for |c log2 e| < 2^22) */
+    float nf = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
+    float r = (c - nf * 0.693359375f) - nf * -2.12194440e-4f;     /* ln2 in two parts */
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t n = (int32_t)nf;                  /* in [-150, 129] by the clamps */
+    int32_t n1 = n / 2, n2 = n - n1;          /* each in [-75, 65]: a normal power of two */
+    int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    float y = p * s1 * s2;
+    return x != x ? x : y;
+}
+
+/* erfc(z) for z >= 0 as t exp(-z^2 + P(t)), t = 1 / (1 + z / 2): the Chebyshev fit the NumPy
+ * path uses (relative error below 1.3e-7), so both paths agree to float32 rounding. */
+INLINE float
+erfc_of_abs(float z)
+{
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float p = 0.17087277f;
+    p = p * t + -0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t + -1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t + -0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t + -1.26551223f;
+    return t * exp_f(p - z * z);
+}
+/* ---- the loops ---- */
+
+/* ys = x Phi(x) (erfc itself on the negative side, where the small tail keeps its digits), or
+ * with tanh_form its tanh approximation. */
+INLINE void
+gelu_loop(const float *xs, float *ys, Py_ssize_t count, int tanh_form)
+{
+    if (tanh_form) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            float v = xs[i];
+            float u = 0.7978845608f * (v + 0.044715f * v * v * v);
+            /* (1 + tanh u) / 2 = 1 / (1 + e^-2u): no digits lost where tanh u is near -1 */
+            ys[i] = v / (1.0f + exp_f(-2.0f * u));
+        }
+        return;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        float v = xs[i];
+        float r = erfc_of_abs(fabsf(v) * 0.70710678f);
+        r = v >= 0.0f ? 2.0f - r : r;        /* erfc(-v / sqrt 2) */
+        ys[i] = (0.5f * r) * v;                  /* halved first: no overflow near FLT_MAX */
+    }
+}
+
+/* Each row of n values as exp(x - its max) / their sum: a row with NaN or +inf, or all -inf,
+ * is NaN throughout, as the definition computes it. */
+INLINE void
+softmax_loop(const float *xs, float *ys, Py_ssize_t count, Py_ssize_t n)
+{
+    for (Py_ssize_t row = 0; row < count; row += n) {
+        const float *xr = xs + row;
+        float *yr = ys + row;
+        float top = xr[0];
+        for (Py_ssize_t i = 1; i < n; i++)
+            top = (xr[i] > top || xr[i] != xr[i]) ? xr[i] : top;     /* NaN once seen stays */
+        for (Py_ssize_t i = 0; i < n; i++)
+            yr[i] = exp_f(xr[i] - top);
+        double sum = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            sum += yr[i];
+        float total = (float)sum;
+        for (Py_ssize_t i = 0; i < n; i++)
+            yr[i] /= total;
+    }
+}
+
+/* Each row of n values less its mean, over the root of its variance + epsilon, then times gs
+ * and plus bs (n values each, or NULL); the sums in double. */
+INLINE void
+layer_norm_loop(const float *xs, float *ys, Py_ssize_t count, Py_ssize_t n, const float *gs,
+                const float *bs, double epsilon)
+{
+    for (Py_ssize_t row = 0; row < count; row += n) {
+        const float *xr = xs + row;
+        float *yr = ys + row;
+        double sum = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            sum += xr[i];
+        float mean = (float)(sum / (double)n);
+        double squares = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            float d = xr[i] - mean;
+            squares += (double)d * d;
+        }
+        float deviation = (float)sqrt(squares / (double)n + epsilon);
+        for (Py_ssize_t i = 0; i < n; i++)
+            yr[i] = (xr[i] - mean) / deviation;
+        if (gs != NULL)
+            for (Py_ssize_t i = 0; i < n; i++)
+                yr[i] *= gs[i];
+        if (bs != NULL)
+            for (Py_ssize_t i = 0; i < n; i++)
+                yr[i] += bs[i];
+    }
+}
+
+/* Each loop compiled for the baseline and, where possible, for AVX2 and AVX-512. */
+#define VARIANT(name, attributes, params, args) \
+    static attributes void name params { name##_loop args; }
+#define LOOPS(suffix, attributes) \
+    VARIANT(gelu##suffix, attributes, (const float *xs, float *ys, Py_ssize_t count, int t), \
+            (xs, ys, count, t)) \
+    VARIANT(softmax##suffix, attributes, (const float *xs, float *ys, Py_ssize_t count, Py_ssize_t n), \
+            (xs, ys, count, n)) \
+    VARIANT(layer_norm##suffix, attributes, (const float *xs, float *ys, Py_ssize_t count, Py_ssize_t n, \
+            const float *gs, const float *bs, double epsilon), (xs, ys, count, n, gs, bs, epsilon))
+
+#define gelu_plain_loop gelu_loop
+#define softmax_plain_loop softmax_loop
+#define layer_norm_plain_loop layer_norm_loop
+LOOPS(_plain, )
+#if WIDE_VARIANTS
+#define gelu_avx2_loop gelu_loop
+#define softmax_avx2_loop softmax_loop
+#define layer_norm_avx2_loop layer_norm_loop
+#define gelu_avx512_loop gelu_loop
+#define softmax_avx512_loop softmax_loop
+#define layer_norm_avx512_loop layer_norm_loop
+LOOPS(_avx2, AVX2)
+LOOPS(_avx512, AVX512)
+#endif
+
+static void (*gelu_run)(const float *, float *, Py_ssize_t, int) = gelu_plain;
+static void (*softmax_run)(const float *, float *, Py_ssize_t, Py_ssize_t) = softmax_plain;
+static void (*layer_norm_run)(const float *, float *, Py_ssize_t, Py_ssize_t, const float *, const float *,
+                              double) = layer_norm_plain;
+
+/* ---- the Python functions ---- */
+
+/* x and out as float32 buffers of one size (out writable), a whole number of rows of n when
+ * n > 0; -1 with an exception (and nothing held) if not. */
+static int
+get_pair(PyObject *xo, PyObject *oo, Py_ssize_t n, Py_buffer *x, Py_buffer *out)
+{
+    if (get_f32(xo, x, 0, "x") < 0)
+        return -1;
+    if (get_f32(oo, out, 1, "out") < 0) {
+        PyBuffer_Release(x);
+        return -1;
+    }
+    if (out->len != x->len || (n > 0 && (x->len / 4) % n != 0)) {
+        PyBuffer_Release(x);
+        PyBuffer_Release(out);
+        PyErr_SetString(PyExc_ValueError, "out must have the size of x, a whole number of rows");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+gelu(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *oo;
+    int tanh_form;
+    Py_buffer x, out;
+    if (!PyArg_ParseTuple(args, "OOp", &xo, &oo, &tanh_form) || get_pair(xo, oo, 0, &x, &out) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    gelu_run((const float *)x.buf, (float *)out.buf, x.len / 4, tanh_form);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+softmax(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *oo;
+    Py_ssize_t n;
+    Py_buffer x, out;
+    if (!PyArg_ParseTuple(args, "OOn", &xo, &oo, &n))
+        return NULL;
+    if (n <= 0) {
+        PyErr_SetString(PyExc_ValueError, "a row must have values");
+        return NULL;
+    }
+    if (get_pair(xo, oo, n, &x, &out) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    softmax_run((const float *)x.buf, (float *)out.buf, x.len / 4, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+layer_norm(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *oo, *go, *bo;
+    double epsilon;
+    Py_ssize_t n;
+    Py_buffer x, out, g = {0}, b = {0};
+    if (!PyArg_ParseTuple(args, "OOOOdn", &xo, &oo, &go, &bo, &epsilon, &n))
+        return NULL;
+    if (n <= 0) {
+        PyErr_SetString(PyExc_ValueError, "a row must have values");
+        return NULL;
+    }
+    int have_g = go != Py_None, have_b = bo != Py_None;
+    if (get_pair(xo, oo, n, &x, &out) < 0)
+        return NULL;
+    if (have_g && get_f32(go, &g, 0, "gamma") < 0)
+        goto no_gamma;
+    if (have_b && get_f32(bo, &b, 0, "beta") < 0)
+        goto no_beta;
+    if ((have_g && g.len != n * 4) || (have_b && b.len != n * 4)) {
+        PyErr_SetString(PyExc_ValueError, "gamma and beta must have the values of one row");
+        goto fail;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    layer_norm_run((const float *)x.buf, (float *)out.buf, x.len / 4, n,
+                   have_g ? (const float *)g.buf : NULL, have_b ? (const float *)b.buf : NULL, epsilon);
+    Py_END_ALLOW_THREADS
+    if (have_b)
+        PyBuffer_Release(&b);
+    if (have_g)
+        PyBuffer_Release(&g);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&x);
+    Py_RETURN_NONE;
+fail:
+    if (have_b)
+        PyBuffer_Release(&b);
+no_beta:
+    if (have_g)
+        PyBuffer_Release(&g);
+no_gamma:
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&x);
+    return NULL;
+}
+
+/* Which loops run: "avx512", "avx2" or "plain" (chosen at load; the tests name it). */
+static const char *variant = "plain";
+
+static PyObject *
+loops(PyObject *self, PyObject *unused)
+{
+    return PyUnicode_FromString(variant);
+}
+
+static PyMethodDef methods[] = {
+    {"gelu", gelu, METH_VARARGS,
+     "gelu(x, out, tanh_form): x Phi(x), or its tanh approximation, into out (float32 buffers)."},
+    {"softmax", softmax, METH_VARARGS, "softmax(x, out, n): the softmax of each row of n values into out."},
+    {"layer_norm", layer_norm, METH_VARARGS,
+     "layer_norm(x, out, gamma, beta, epsilon, n): each row of n values normalized into out."},
+    {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fastkernels", "fp32 kernels of the interpreter.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__fastkernels(void)
+{
+#if WIDE_VARIANTS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        gelu_run = gelu_avx512, softmax_run = softmax_avx512, layer_norm_run = layer_norm_avx512;
+        variant = "avx512";
+    }
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        gelu_run = gelu_avx2, softmax_run = softmax_avx2, layer_norm_run = layer_norm_avx2;
+        variant = "avx2";
+    }
+#endif
+    return PyModule_Create(&module);
+}

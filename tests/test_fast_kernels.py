@@ -1,0 +1,260 @@
+"""The interpreter's C kernels (miltext.interpreter._fastkernels: layer_norm, gelu, softmax on
+C-contiguous float32): each op run both ways, the C kernel and the NumPy path
+(MILTEXT_PURE_PYTHON=1), on the decoder's shapes and on edge values, both held to float64
+references and to each other; what the C kernels do not take (fp16, views, other axes) falls back
+to NumPy; bad arguments raise, never crash."""
+import math
+
+import numpy as np
+import pytest
+
+import miltext
+from miltext.interpreter import fast_kernels, run
+from support.native import require_native
+
+_fastkernels = require_native("miltext.interpreter._fastkernels")
+RNG = np.random.default_rng(30)
+_DTYPES = {np.float32: "fp32", np.float16: "fp16"}
+_erfc = np.vectorize(math.erfc)
+
+
+class Counting:
+    """The C module with a count of the calls each function gets."""
+
+    def __init__(self):
+        self.calls = {"gelu": 0, "softmax": 0, "layer_norm": 0}
+
+    def __getattr__(self, name):
+        def call(*args):
+            self.calls[name] += 1
+            return getattr(_fastkernels, name)(*args)
+        return call
+
+
+@pytest.fixture(params=["c", "numpy"])
+def path(request, monkeypatch):
+    """Which kernel runs: "c" (the extension, its calls counted) or "numpy" (turned off)."""
+    counting = Counting()
+    monkeypatch.setattr(fast_kernels, "_fastkernels", counting)
+    if request.param == "c":
+        monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)
+    else:
+        monkeypatch.setenv("MILTEXT_PURE_PYTHON", "1")
+    return request.param, counting.calls
+
+
+def run_line(line: str, x, *, out_shape=None, **consts):
+    """`%y = line` on input %x (plus fp32 inputs `consts`), in a program of its own."""
+    inputs = {"x": x, **consts}
+    params = ", ".join(f"%{k}: ({''.join(f'{d}, ' for d in v.shape)}{_DTYPES[v.dtype.type]})"
+                       for k, v in inputs.items())
+    text = f"main[CoreML7]({params}) {{\n  block0() {{\n    %y = {line}\n  }} -> (%y)\n}}\n"
+    return run(miltext.loads(text), inputs)["y"]
+
+
+def both(line: str, x, **consts):
+    """The op's result by the NumPy path, then by the C kernel."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MILTEXT_PURE_PYTHON", "1")
+        numpy_result = run_line(line, x, **consts)
+        patch.delenv("MILTEXT_PURE_PYTHON")
+        assert fast_kernels.loaded() is _fastkernels
+        return numpy_result, run_line(line, x, **consts)
+
+
+def gelu_ref(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * _erfc(-x / math.sqrt(2))       # not 1 + erf, which loses the negative tail
+
+
+def gelu_tanh_ref(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def softmax_ref(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layer_norm_ref(x, gamma, beta, eps, axes=(-1,)):
+    x = x.astype(np.float64)
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def check_ran(path, calls, name):
+    kind, _ = path
+    assert calls[name] == (1 if kind == "c" else 0)
+
+
+# ---- the decoder's shapes, both paths against float64 ------------------------------------------
+# the NumPy path's 1 + tanh(u) loses digits where tanh u nears -1: an absolute bound there
+@pytest.mark.parametrize("mode, ref, atol", [("EXACT", gelu_ref, 1e-7), ("TANH_APPROXIMATION", gelu_tanh_ref, 1e-6)])
+def test_gelu_on_a_decoders_hidden_layer(path, mode, ref, atol):
+    x = (RNG.standard_normal((1, 16, 256)) * 3).astype(np.float32)
+    got = run_line(f'gelu(x=%x, mode="{mode}")', x)
+    check_ran(path, path[1], "gelu")
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, ref(x), rtol=2e-6, atol=atol)
+
+
+def test_gelu_exact_holds_to_the_definition_far_into_both_tails(path):
+    x = np.concatenate([np.linspace(-12, 12, 4001), -np.logspace(-30, 1, 300),
+                        np.logspace(-30, 1, 300)]).astype(np.float32)
+    got = run_line('gelu(x=%x, mode="EXACT")', x)
+    check_ran(path, path[1], "gelu")
+    np.testing.assert_allclose(got, gelu_ref(x), rtol=1e-5, atol=1e-30)
+
+
+def test_softmax_of_masked_attention_scores(path):
+    """Scores of 4 heads over 16 tokens, the causal mask added as -inf."""
+    scores = (RNG.standard_normal((1, 4, 16, 16)) * 5).astype(np.float32)
+    scores += np.triu(np.full((16, 16), -np.inf, np.float32), 1)
+    got = run_line("softmax(x=%x, axis=-1)", scores)
+    check_ran(path, path[1], "softmax")
+    np.testing.assert_allclose(got, softmax_ref(scores), rtol=2e-6, atol=1e-9)
+    np.testing.assert_allclose(got.sum(axis=-1), 1, rtol=1e-6)
+    assert (got[..., np.triu_indices(16, 1)[0], np.triu_indices(16, 1)[1]] == 0).all()
+
+
+def test_layer_norm_of_a_decoders_tokens(path):
+    x = (RNG.standard_normal((1, 16, 64)) * 2 + 3).astype(np.float32)
+    gamma = RNG.standard_normal(64).astype(np.float32)
+    beta = RNG.standard_normal(64).astype(np.float32)
+    got = run_line("layer_norm(x=%x, axes=[-1], gamma=%g, beta=%b, epsilon=1e-5)", x, g=gamma, b=beta)
+    check_ran(path, path[1], "layer_norm")
+    np.testing.assert_allclose(got, layer_norm_ref(x, gamma, beta, 1e-5), rtol=1e-5, atol=2e-6)
+
+
+def test_layer_norm_over_the_two_trailing_axes_without_gamma_and_beta(path):
+    x = (RNG.standard_normal((3, 5, 7)) * 100).astype(np.float32)
+    got = run_line("layer_norm(x=%x, axes=[1, 2], epsilon=1e-3)", x)
+    check_ran(path, path[1], "layer_norm")
+    np.testing.assert_allclose(got, layer_norm_ref(x, 1.0, 0.0, 1e-3, (1, 2)), rtol=1e-5, atol=2e-6)
+
+
+# ---- edge values: the C kernel gives what the NumPy path gives -----------------------------------
+EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-38, 1e-45, -1e-45, 3e38, -3e38,
+                  100.0, -100.0, 88.0, 89.0, -104.0, 20.0, -20.0, 0.5, -0.5], np.float32)
+
+
+@pytest.mark.parametrize("mode", ["EXACT", "TANH_APPROXIMATION"])
+def test_gelu_of_nan_inf_and_extremes_is_what_the_numpy_path_gives(mode):
+    numpy_result, c_result = both(f'gelu(x=%x, mode="{mode}")', EDGES)
+    np.testing.assert_array_equal(np.isnan(c_result), np.isnan(numpy_result))
+    np.testing.assert_allclose(c_result, numpy_result, rtol=2e-6, atol=1e-37)
+
+
+def test_softmax_of_nan_inf_masked_and_large_rows_is_what_the_numpy_path_gives():
+    rows = np.array([
+        [1.0, 2.0, np.nan, 0.0],             # NaN: the row is NaN
+        [1.0, np.inf, 0.0, -np.inf],         # +inf: NaN (inf - inf)
+        [-np.inf] * 4,                       # masked whole: NaN
+        [-np.inf, 0.0, -np.inf, -np.inf],    # masked but one: that one is 1
+        [1e30, 1e30, -1e30, 0.0],            # large: the max taken out
+        [-1e4, -1e4, 0.5, -1e4],             # attention's -10000 mask
+        [3e38, -3e38, 0.0, 1.0],
+        [88.0, 89.0, 90.0, -104.0],
+    ], np.float32)
+    numpy_result, c_result = both("softmax(x=%x, axis=-1)", rows)
+    np.testing.assert_array_equal(np.isnan(c_result), np.isnan(numpy_result))
+    np.testing.assert_allclose(c_result, numpy_result, rtol=2e-6, atol=1e-12)
+    assert np.isnan(c_result[:3]).all() and (c_result[3] == [0, 1, 0, 0]).all()
+
+
+def test_layer_norm_of_nan_inf_and_constant_rows_is_what_the_numpy_path_gives():
+    rows = np.array([
+        [1.0, 2.0, np.nan, 0.0],
+        [1.0, np.inf, 0.0, 2.0],
+        [5.0, 5.0, 5.0, 5.0],                # no variance: 0 / sqrt(epsilon)
+        [1e-30, 2e-30, 3e-30, 4e-30],
+    ], np.float32)
+    gamma = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    beta = np.array([0.0, 1.0, -1.0, 2.0], np.float32)
+    numpy_result, c_result = both("layer_norm(x=%x, axes=[-1], gamma=%g, beta=%b, epsilon=1e-5)", rows,
+                                  g=gamma, b=beta)
+    np.testing.assert_array_equal(np.isnan(c_result), np.isnan(numpy_result))
+    np.testing.assert_allclose(c_result, numpy_result, rtol=1e-5, atol=1e-6)
+    assert np.isnan(c_result[:2]).all() and (c_result[2] == beta).all()
+
+
+def test_layer_norm_of_values_whose_squares_overflow_fp32_in_the_c_kernel():
+    """The C kernel sums in double: the row normalizes to +-1 where the NumPy path's fp32 sum
+    of squares is inf (and its result beta)."""
+    row = np.array([[1e30, -1e30, 1e30, -1e30]], np.float32)
+    _, c_result = both("layer_norm(x=%x, axes=[-1], epsilon=1e-5)", row)
+    np.testing.assert_allclose(c_result, [[1, -1, 1, -1]], rtol=1e-6)
+
+
+# ---- what the C kernels do not take falls back to NumPy ------------------------------------------
+def test_fp16_input_takes_the_numpy_path_and_keeps_its_dtype(path):
+    x = np.array([[10000.0, 10000.0, 0.0, -3.0]], np.float16)
+    for line in ('gelu(x=%x, mode="EXACT")', "softmax(x=%x, axis=-1)", "layer_norm(x=%x, axes=[-1])"):
+        got = run_line(line, x)
+        assert got.dtype == np.float16
+    assert path[1] == {"gelu": 0, "softmax": 0, "layer_norm": 0}
+    np.testing.assert_array_equal(run_line("softmax(x=%x, axis=-1)", x), np.array([[0.5, 0.5, 0, 0]], np.float16))
+
+
+def test_a_transposed_view_takes_the_numpy_path_and_the_result_is_the_same(path):
+    x = (RNG.standard_normal((8, 6)) * 3).astype(np.float32)
+    text = """main[CoreML7](%x: (8, 6, fp32)) {
+  block0() {
+    %t: (6, 8, fp32) = transpose(x=%x, perm=[1, 0], name="t")
+    %g: (6, 8, fp32) = gelu(x=%t, mode="EXACT", name="g")
+    %s: (6, 8, fp32) = softmax(x=%t, axis=-1, name="s")
+    %n: (6, 8, fp32) = layer_norm(x=%t, axes=[-1], name="n")
+  } -> (%g, %s, %n)
+}
+"""
+    got = run(miltext.loads(text), {"x": x})
+    assert path[1] == {"gelu": 0, "softmax": 0, "layer_norm": 0}     # each reads a strided view
+    t = x.T
+    np.testing.assert_allclose(got["g"], gelu_ref(t), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(got["s"], softmax_ref(t), rtol=2e-6, atol=1e-9)
+    np.testing.assert_allclose(got["n"], layer_norm_ref(t, 1.0, 0.0, 1e-5), rtol=1e-5, atol=2e-6)
+
+
+def test_softmax_over_another_axis_and_layer_norm_over_leading_axes_take_the_numpy_path(path):
+    x = (RNG.standard_normal((4, 5)) * 3).astype(np.float32)
+    got = run_line("softmax(x=%x, axis=0)", x)
+    np.testing.assert_allclose(got, softmax_ref(x.T).T, rtol=2e-6, atol=1e-9)
+    got = run_line("layer_norm(x=%x, axes=[0])", x)
+    np.testing.assert_allclose(got, layer_norm_ref(x, 1.0, 0.0, 1e-5, (0,)), rtol=1e-5, atol=2e-6)
+    assert path[1] == {"gelu": 0, "softmax": 0, "layer_norm": 0}
+
+
+# ---- the module itself: what it refuses ----------------------------------------------------------
+def test_the_c_functions_refuse_what_they_cannot_take():
+    x = np.ones((4, 8), np.float32)
+    out = np.empty_like(x)
+    with pytest.raises(TypeError):
+        _fastkernels.gelu(x.astype(np.float64), out, False)
+    with pytest.raises(TypeError):
+        _fastkernels.gelu(x, out.astype(np.float16), False)
+    with pytest.raises(ValueError):
+        _fastkernels.gelu(x, np.empty(31, np.float32), False)
+    with pytest.raises((BufferError, ValueError)):
+        _fastkernels.gelu(x.T, out, False)                    # not C-contiguous
+    with pytest.raises((BufferError, ValueError)):
+        _fastkernels.gelu(x, out[::-1], False)                # out reversed: not C-contiguous
+    readonly = np.empty_like(x)
+    readonly.flags.writeable = False
+    with pytest.raises((BufferError, ValueError)):
+        _fastkernels.softmax(x, readonly, 8)
+    with pytest.raises(ValueError):
+        _fastkernels.softmax(x, out, 0)
+    with pytest.raises(ValueError):
+        _fastkernels.softmax(x, out, 3)                        # 32 values are no whole rows of 3
+    with pytest.raises(ValueError):
+        _fastkernels.layer_norm(x, out, np.ones(7, np.float32), None, 1e-5, 8)
+    with pytest.raises(TypeError):
+        _fastkernels.layer_norm(x, out, None, np.ones(8, np.float64), 1e-5, 8)
+    with pytest.raises(ValueError):
+        _fastkernels.layer_norm(x, out, None, None, 1e-5, -1)
+    _fastkernels.layer_norm(x, x, None, None, 1e-5, 8)         # in place: all equal, so 0
+    assert (x == 0).all()
+    assert _fastkernels.loops() in ("avx512", "avx2", "plain")
