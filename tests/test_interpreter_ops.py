@@ -248,6 +248,14 @@ def test_gather_with_negative_indices_and_axes(axis):
     same(run_op(f"gather(x=%x, indices=%i, axis={axis})", x=X3, i=idx), np.take(X3, idx, axis=axis), exact=True)
 
 
+@pytest.mark.parametrize("index", [-5, 4])
+def test_gather_refuses_an_index_outside_the_dim(index):
+    """[-4, 4) on a dim of 4: -5 is no index from the end (it once wrapped round to the last)."""
+    from miltext.interpreter import RunError
+    with pytest.raises(RunError, match="out of bounds"):
+        run_op("gather(x=%x, indices=%i, axis=2)", x=X3, i=i32([0, index]))
+
+
 def test_gather_with_batch_dims_and_a_negative_axis():
     idx = i32([[2, -1], [0, 0]])      # one index row per batch
     want = np.stack([np.take(X3[b], idx[b], axis=-1) for b in range(2)])

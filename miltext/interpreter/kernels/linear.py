@@ -2,9 +2,11 @@
 products in fp32), the result in the declared dtype."""
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
-from ..blas_threads import sized
+from ..blas_threads import SMALL, sized
 from ..registry import kernel
 from ..weight_maps import transposed
 
@@ -15,6 +17,10 @@ def wide(x):
         x = np.asarray(x)
     return x.astype(np.float32) if x.itemsize < 4 and x.dtype.kind == "f" else x
 
+
+# A product below SMALL multiply-adds runs on the one BLAS thread a run holds: no context need
+# be made for it (a run's small products are most of a small model's).
+_NULL = nullcontext()
 
 # A weight up to this size is kept transposed. OpenBLAS's small products gain from it; a big
 # weight's products run as fast through the transposed view (a GPT-2-small block: 35 ms
@@ -39,7 +45,8 @@ def linear(a):
     if wt is None:
         weight = wide(a("weight"))
         wt = weight.T
-    with sized(xw.size * (wt.shape[-1] if wt.ndim == 2 else 1)):
+    macs = xw.size * (wt.shape[-1] if wt.ndim == 2 else 1)
+    with _NULL if macs < SMALL else sized(macs):
         if xw.ndim > 2 and xw.flags.c_contiguous:    # one matrix product, not one per leading index
             y = (xw.reshape(-1, xw.shape[-1]) @ wt).reshape(xw.shape[:-1] + wt.shape[-1:])
         else:
@@ -63,7 +70,8 @@ def matmul(a):
         x = np.swapaxes(x, -1, -2)
     if y.ndim > 1 and a.scalar("transpose_y", False):
         y = np.swapaxes(y, -1, -2)
-    with sized(max(x.size * (y.shape[-1] if y.ndim > 1 else 1), y.size * (x.shape[-2] if x.ndim > 1 else 1))):
+    macs = max(x.size * (y.shape[-1] if y.ndim > 1 else 1), y.size * (x.shape[-2] if x.ndim > 1 else 1))
+    with _NULL if macs < SMALL else sized(macs):
         return np.matmul(x, y).astype(out_dtype, copy=False)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import RunError
+from ..limits import BIG
 from ..registry import kernel
 
 
@@ -16,7 +17,15 @@ def gather(a):
     x = np.asarray(a("x"))
     axis = a.scalar("axis", 0) % max(x.ndim, 1)     # positive: the batched case shifts it
     batch_dims = a.scalar("batch_dims", 0)
-    idx = _indices(a)
+    idx = np.asarray(a("indices"))
+    if batch_dims == 0 and idx.dtype.kind in "iu" and x.shape[axis]:
+        # take counts a negative index from the end, as the op does, and refuses one out of
+        # range; the result's size is bounded before it is made
+        need = idx.size * (x.size // x.shape[axis]) * x.itemsize
+        if need >= BIG or need > a.evaluator.limits.max_memory:
+            a.allow(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
+        return x.take(idx, axis=axis)
+    idx = idx.astype(np.int64)
     idx = np.where(idx < 0, idx + x.shape[axis], idx)
     a.allow(x.shape[:axis] + idx.shape[batch_dims:] + x.shape[axis + 1:], x.dtype)
     if batch_dims == 0:

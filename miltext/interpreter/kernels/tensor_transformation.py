@@ -13,7 +13,8 @@ from ..registry import kernel
 
 
 def _x(a):
-    return np.asarray(a("x"))
+    x = a("x")
+    return x if type(x) is np.ndarray else np.asarray(x)
 
 
 @kernel("identity")
@@ -40,7 +41,7 @@ def reshape_like(a):
 
 @kernel("transpose")
 def transpose(a):
-    return np.transpose(_x(a), a.ints("perm"))
+    return _x(a).transpose(a.ints("perm"))
 
 
 @kernel("expand_dims")
@@ -55,7 +56,10 @@ def expand_dims(a):
 def squeeze(a):
     x = _x(a)
     axes = a.ints("axes", None)
-    return np.squeeze(x) if axes is None else np.squeeze(x, axis=tuple(ax % x.ndim for ax in axes))
+    if axes is None:
+        return x.squeeze()
+    ndim = x.ndim
+    return x.squeeze(axis=tuple([ax % ndim for ax in axes]))
 
 
 def _joined(a, values):
