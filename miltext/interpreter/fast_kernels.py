@@ -8,8 +8,8 @@ import numpy as np
 
 from ..native import pure_python
 
-try:
-    from . import _fastkernels
+try:     # by its full name: the module, not the package that is still being imported
+    import miltext.interpreter._fastkernels as _fastkernels
 except ImportError:  # not built: no C compiler, or a source tree that was never installed
     _fastkernels = None
 
