@@ -88,6 +88,12 @@ def for_run():
     return _NULL if setter is None else _Run(setter, busy())
 
 
+def lent() -> int:
+    """The threads the calling run lends its big work: 1 outside a run, on a busy machine, or
+    when the BLAS was given one thread."""
+    return getattr(_thread, "full", None) or 1
+
+
 def sized(macs: int):
     """A context for a product of `macs` multiply-adds: one BLAS thread when it is small, every
     thread the caller (or the run) has when it is big."""

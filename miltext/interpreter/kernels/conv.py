@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .. import parallel
 from ..blas_threads import sized
 from ..errors import RunError
 from ..registry import kernel
@@ -44,15 +45,20 @@ def windows(x, kernel_shape, strides, dilations):
     return np.lib.stride_tricks.as_strided(x, shape, strides_, writeable=False)
 
 
-_WINDOW_BUDGET = 1 << 25   # bytes of windows copied at once (the im2col matrix of a band of rows)
+_WINDOW_BUDGET = 1 << 25   # bytes of windows copied at once (the im2col matrices of bands of rows)
+_PIECE = 1 << 21           # multiply-adds a thread's band must have to pay for its hand-off
+_ROWS_EACH = 8             # output rows each thread takes at least, else the threads share channels
 
 
-def correlate(padded, weight, strides, dilations, groups: int):
-    """(N, C, *spatial) padded input with (O, C / groups, *k) weights -> (N, O, *out).
+def correlate(padded, weight, strides, dilations, groups: int, bias=None):
+    """(N, C, *spatial) padded input with (O, C / groups, *k) weights, plus `bias` (O,) when
+    given -> (N, O, *out).
     For each image, the windows laid out as a (groups, C/groups * k, out) matrix (a copy, none
     for a 1x1 kernel of stride 1) and one batched matrix product with the (groups, O/groups,
     C/groups * k) weights gives the output in its own layout; taken a band of output rows at a
-    time, so the copy stays within _WINDOW_BUDGET."""
+    time, so the copies stay within _WINDOW_BUDGET. With threads lent to the run, the bands are
+    shared among them, each thread copying its own bands' windows, multiplying them and adding
+    the bias to its part of the output while it is in cache."""
     n_spatial = padded.ndim - 2
     kernel_shape = weight.shape[2:]
     win = windows(padded, kernel_shape, strides, dilations)         # N, C, *out, *k
@@ -66,21 +72,51 @@ def correlate(padded, weight, strides, dilations, groups: int):
     cg, og = c // groups, o_total // groups
     k = math.prod(kernel_shape)
     w = weight.reshape(groups, og, cg * k).astype(dtype, copy=False)
+    if bias is not None:
+        bias = np.broadcast_to(bias.reshape(-1), (o_total,)).reshape(groups, og, 1).astype(dtype, copy=False)
     rest = math.prod(out[1:])
-    band = max(1, _WINDOW_BUDGET // max(c * k * rest * win.itemsize, 1))
     # (C, *out, *k) -> (C, *k, *out): each window's elements beside their channel
     order = (0,) + tuple(range(1 + n_spatial, 1 + 2 * n_spatial)) + tuple(range(1, 1 + n_spatial))
-    with sized(n * o_total * cg * k * math.prod(out)):
-        for i in range(n):
-            flat = y[i].reshape(groups, og, -1)
-            for top in range(0, out[0], band):
-                rows = min(band, out[0] - top)
-                part = win[i][:, top:top + rows].transpose(order)           # C, *k, rows, *out[1:]
-                cols = part.reshape(groups, cg * k, rows * rest)
-                if rows == out[0]:
-                    np.matmul(w, cols, out=flat)
-                else:
-                    flat[:, :, top * rest:(top + rows) * rest] = np.matmul(w, cols)
+    macs = n * o_total * cg * k * math.prod(out)
+    share = parallel.threads(macs, _PIECE)
+    row_bytes = c * k * rest * win.itemsize                     # one output row's windows
+    band = max(1, _WINDOW_BUDGET // share // max(row_bytes, 1))     # each thread one band at a time
+    if share > 1 and n < share:
+        if out[0] * n < _ROWS_EACH * share and out[0] * row_bytes <= _WINDOW_BUDGET:
+            # too few rows to share evenly, and an image's windows are a small copy
+            return _by_channels(win, w, bias, y, order, share)
+        band = min(band, -(-out[0] * n // share))                   # a band for every thread
+    bands = [(i, top) for i in range(n) for top in range(0, out[0], band)]
+
+    def run(start: int, stop: int) -> None:
+        for i, top in bands[start:stop]:
+            rows = min(band, out[0] - top)
+            cols = win[i][:, top:top + rows].transpose(order).reshape(groups, cg * k, rows * rest)
+            part = y[i].reshape(groups, og, -1)[:, :, top * rest:(top + rows) * rest]
+            np.matmul(w, cols, out=part)
+            if bias is not None:
+                part += bias
+    if share > 1:
+        parallel.split(len(bands), run, share)
+    else:
+        with sized(macs):
+            run(0, len(bands))
+    return y
+
+
+def _by_channels(win, w, bias, y, order, share: int):
+    """correlate for an output of few rows (whose copy is small): each image's windows copied
+    at once, the output channels shared among the threads."""
+    groups, og, depth = w.shape
+    for i in range(y.shape[0]):
+        cols = np.ascontiguousarray(win[i].transpose(order)).reshape(groups, depth, -1)
+        flat = y[i].reshape(groups, og, -1)
+
+        def run(start: int, stop: int, cols=cols, flat=flat) -> None:
+            np.matmul(w[:, start:stop], cols, out=flat[:, start:stop])
+            if bias is not None:
+                flat[:, start:stop] += bias[:, start:stop]
+        parallel.split(og, run, share)
     return y
 
 
@@ -116,10 +152,8 @@ def _conv(a, weight):
     a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
     padded = np.pad(wide(x), [(0, 0), (0, 0)] + around) if any(b or e for b, e in around) else wide(x)
     a.allow(windows(padded, kernel_shape, strides, dilations).shape[:2 + n], 8, "the output")
-    y = correlate(padded, weight, strides, dilations, groups)
     bias = a("bias", None)
-    if bias is not None:
-        y += wide(bias).reshape((1, -1) + (1,) * n)
+    y = correlate(padded, weight, strides, dilations, groups, None if bias is None else wide(bias))
     return y.astype(x.dtype, copy=False)
 
 

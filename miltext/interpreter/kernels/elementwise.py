@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .. import parallel
 from ..errors import RunError
 from ..limits import BIG
 from ..registry import kernel
@@ -60,6 +61,9 @@ def _binary(fn):
             out = a.spare("x", x, x.shape, x.dtype)
             if out is None:
                 out = a.spare("y", y, y.shape, y.dtype)
+            share = parallel.threads(x.size, _SHARE)
+            if share > 1 and x.flags.c_contiguous and y.flags.c_contiguous:
+                return parallel.chunks(fn, (x, y), np.empty_like(x) if out is None else out, share)
             if out is not None:
                 return fn(x, y, out=out)
         return fn(x, y)
@@ -67,6 +71,7 @@ def _binary(fn):
 
 
 _IN_PLACE = {np.add, np.subtract, np.multiply, np.maximum, np.minimum}   # same dtype in and out
+_SHARE = 1 << 18     # elements each thread must have for an op to be shared (a hand-off costs ~50 us)
 
 
 for _name, _fn in _BINARY.items():
@@ -113,7 +118,11 @@ _UNARY = {
 
 def _unary(fn):
     def run(a):
-        return fn(np.asarray(a("x")))
+        x = np.asarray(a("x"))
+        share = parallel.threads(x.size, _SHARE)
+        if share > 1 and x.flags.c_contiguous and x.dtype.kind == "f" and fn is not np.logical_not:
+            return parallel.chunks(fn, (x,), np.empty_like(x), share)     # floats in, floats out
+        return fn(x)
     return run
 
 

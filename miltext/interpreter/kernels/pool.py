@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import parallel
 from ..errors import RunError
 from ..registry import kernel
 from .conv import pads, windows
@@ -34,12 +35,21 @@ def _layout(a, x):
     return kernel_shape, strides, declared, extra
 
 
+_SHARE = 1 << 17    # input elements each thread must have for a pool to be shared
+
+
 def _padded(a, x, declared, extra, pad_value):
     """x padded as declared, then by the ceil-mode extra."""
+    spatial = _allow_padded(a, x, declared, extra)
+    return np.pad(x, [(0, 0)] * (x.ndim - len(spatial)) + spatial, constant_values=pad_value)
+
+
+def _allow_padded(a, x, declared, extra) -> list:
+    """The (before, after) padding of each spatial dim, once x padded so fits in --max-memory."""
     spatial = [(b, e + x_) for (b, e), x_ in zip(declared, extra)]
     a.allow(x.shape[:x.ndim - len(spatial)] + tuple(n + b + e for n, (b, e) in zip(x.shape[x.ndim - len(spatial):], spatial)),
             8, "the padded input")
-    return np.pad(x, [(0, 0)] * (x.ndim - len(spatial)) + spatial, constant_values=pad_value)
+    return spatial
 
 
 def _windows(a, x, kernel_shape, strides, declared, extra, pad_value):
@@ -48,10 +58,10 @@ def _windows(a, x, kernel_shape, strides, declared, extra, pad_value):
     return windows(padded, kernel_shape, strides, [1] * len(kernel_shape))
 
 
-def _max_by_dim(padded, kernel_shape, strides):
+def _max_by_dim(padded, kernel_shape, strides, into=None):
     """The max over each window, one spatial dim at a time (a max is separable): per dim, one
     whole-array pass per kernel offset over strided slices, the rows reduced once for every
-    window that shares them."""
+    window that shares them; the last dim's into `into` when given."""
     out = padded
     n = len(kernel_shape)
     for d, (k, s) in enumerate(zip(kernel_shape, strides)):
@@ -61,7 +71,11 @@ def _max_by_dim(padded, kernel_shape, strides):
             raise RunError(f"the kernel {tuple(kernel_shape)} does not fit the input (after padding)")
         lead = (slice(None),) * axis
         taken = [out[lead + (slice(j, j + (size - 1) * s + 1, s),)] for j in range(k)]
-        reduced = np.array(taken[0])
+        if d == n - 1 and into is not None:
+            reduced = into
+            np.copyto(reduced, taken[0])
+        else:
+            reduced = np.array(taken[0])
         for part in taken[1:]:
             np.maximum(reduced, part, out=reduced)
         out = reduced
@@ -72,8 +86,23 @@ def _max_by_dim(padded, kernel_shape, strides):
 def max_pool(a):
     x = np.asarray(a("x"))
     kernel_shape, strides, declared, extra = _layout(a, x)
-    padded = _padded(a, wide(x), declared, extra, -np.inf)
-    return _max_by_dim(padded, kernel_shape, strides).astype(x.dtype, copy=False)
+    spatial = _allow_padded(a, x, declared, extra)
+    lead = x.ndim - len(spatial)
+    sizes = [(size + b + e - k) // s + 1 for size, (b, e), k, s in zip(x.shape[lead:], spatial, kernel_shape, strides)]
+    share = parallel.threads(x.size, _SHARE) if x.flags.c_contiguous and min(sizes) > 0 else 1
+    if share == 1:
+        padded = np.pad(wide(x), [(0, 0)] * lead + spatial, constant_values=-np.inf)
+        return _max_by_dim(padded, kernel_shape, strides).astype(x.dtype, copy=False)
+    # the channels (every dim before the spatial ones, as one) shared among the threads, each
+    # padding its own
+    rows = x.reshape((-1,) + x.shape[lead:])
+    y = np.empty([len(rows)] + sizes, wide(x[:0]).dtype)      # in the dtype wide() computes in
+
+    def run(start: int, stop: int) -> None:
+        padded = np.pad(wide(rows[start:stop]), [(0, 0)] + spatial, constant_values=-np.inf)
+        _max_by_dim(padded, kernel_shape, strides, into=y[start:stop])
+    parallel.split(len(rows), run, share)
+    return y.reshape(x.shape[:lead] + y.shape[1:]).astype(x.dtype, copy=False)
 
 
 @kernel("avg_pool")

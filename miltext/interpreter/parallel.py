@@ -1,0 +1,109 @@
+"""Work split across the threads a run may use. NumPy lets go of the GIL inside its loops,
+copies and BLAS calls on big arrays, so contiguous pieces of one op's work (row bands of a
+convolution, chunks of an elementwise op, channels of a pool) run at once on separate
+threads. How many: the threads blas_threads lends a run's big products (one outside a run,
+on a busy machine, or when the BLAS was given one thread), and never more pieces than the
+work has `enough`-sized parts (a hand-off costs tens of microseconds). The calling thread
+takes the first piece; the others go to a few worker threads made on first use and kept
+(one fewer than the threads lent, each running its BLAS on one thread). A worker never
+splits again, so a piece never waits for another."""
+from __future__ import annotations
+
+import os
+import threading
+from queue import SimpleQueue
+
+from . import blas_threads
+
+
+def threads(work: int, enough: int) -> int:
+    """The threads for `work` units when a piece pays from `enough` of them: 1, or up to the
+    run's lent threads."""
+    lent = blas_threads.lent()
+    return 1 if lent <= 1 or work < 2 * enough else min(lent, work // enough)
+
+
+def split(count: int, work, pieces: int) -> None:
+    """work(start, stop) over `pieces` contiguous parts of range(count), at once; returns when
+    every part is done, raising the first part's error."""
+    pieces = min(pieces, count)
+    if pieces <= 1:
+        if count:
+            work(0, count)
+        return
+    bounds = [count * i // pieces for i in range(pieces + 1)]
+    tasks = [_Task(work, bounds[i], bounds[i + 1]) for i in range(1, pieces)]
+    _POOL.start(len(tasks))
+    for task in tasks:
+        _POOL.queue.put(task)
+    try:
+        work(bounds[0], bounds[1])
+    finally:
+        for task in tasks:          # wait for every part (they write into the caller's arrays)
+            task.done.wait()
+    for task in tasks:
+        if task.error is not None:
+            raise task.error
+
+
+def chunks(fn, inputs: tuple, out, pieces: int):
+    """fn(*inputs, out=out) taken over `pieces` chunks of the flat elements; each input is
+    C-contiguous of out's shape, or 0-dimensional."""
+    flat_out = out.reshape(-1)
+    flat = [x.reshape(-1) if x.ndim else x for x in inputs]
+
+    def part(start, stop):
+        fn(*(x[start:stop] if x.ndim else x for x in flat), out=flat_out[start:stop])
+    split(flat_out.size, part, pieces)
+    return out
+
+
+class _Task:
+    __slots__ = ("work", "start", "stop", "done", "error")
+
+    def __init__(self, work, start: int, stop: int):
+        self.work, self.start, self.stop = work, start, stop
+        self.done, self.error = threading.Event(), None
+
+    def run(self) -> None:
+        try:
+            self.work(self.start, self.stop)
+        except BaseException as error:      # handed to the caller, which raises it
+            self.error = error
+        finally:
+            self.done.set()
+
+
+class _Pool:
+    """Worker threads taking tasks from one queue; made when first needed, at most one per
+    core but one, and kept for the process's life (daemons: they never hold up its exit)."""
+
+    def __init__(self):
+        self.queue = SimpleQueue()
+        self.workers = 0
+        self.lock = threading.Lock()
+
+    def start(self, count: int) -> None:
+        if self.workers >= count:
+            return
+        with self.lock:
+            most = max((os.cpu_count() or 1) - 1, 1)
+            while self.workers < min(count, most):
+                threading.Thread(target=self._serve, name=f"miltext-worker-{self.workers}", daemon=True).start()
+                self.workers += 1
+
+    def _serve(self) -> None:
+        setter = blas_threads._local_setter()
+        if setter is not None:
+            setter(1)                       # the pieces share the cores: one BLAS thread each
+        while True:
+            self.queue.get().run()
+
+    def _forked(self) -> None:
+        """A forked child has none of its parent's threads: it makes its own."""
+        self.queue, self.workers, self.lock = SimpleQueue(), 0, threading.Lock()
+
+
+_POOL = _Pool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_POOL._forked)

@@ -1,0 +1,172 @@
+"""Kernels shared across the threads a run may use (issue 30): convolution bands (or output
+channels), big elementwise ops and max pooling give the one-thread results (bit for bit where
+the arithmetic is the same, within the interpreter's tolerance for convolution); the worker
+threads are few, made once and reused; one thread is used when the BLAS was given one, or
+the machine is busy."""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import miltext
+from miltext.interpreter import blas_threads, parallel
+
+RNG = np.random.default_rng(3)
+SETTER = blas_threads._local_setter()
+SPLIT = parallel.split
+
+# ResNet-18's shapes, narrowed: a 7x7 stride-2 stem, max pool, a 3x3 block of 32 rows (shared
+# by rows), a 3x3 conv of 7 rows with a bias (shared by output channels), a residual add and
+# exp over a big tensor, and a grouped conv of two images.
+PROGRAM = """main[CoreML7](%x: (1, 3, 128, 128, fp32), %w1: (32, 3, 7, 7, fp32), %b1: (32, fp32),
+                           %w2: (32, 32, 3, 3, fp32), %small: (1, 128, 7, 7, fp32),
+                           %w3: (256, 128, 3, 3, fp32), %b3: (256, fp32),
+                           %pair: (2, 32, 30, 30, fp32), %w4: (64, 16, 3, 3, fp32)) {
+  block0() {
+    %stem = conv(x=%x, weight=%w1, bias=%b1, strides=[2, 2], pad_type="custom", pad=[3, 3, 3, 3], name="stem")
+    %pooled = max_pool(x=%stem, kernel_sizes=[3, 3], strides=[2, 2], pad_type="custom", pad=[1, 1, 1, 1], name="pool")
+    %block = conv(x=%pooled, weight=%w2, pad_type="same", name="block")
+    %sum = add(x=%block, y=%pooled, name="sum")
+    %deep = conv(x=%small, weight=%w3, bias=%b3, pad_type="same", name="deep")
+    %grouped = conv(x=%pair, weight=%w4, groups=2, pad_type="valid", name="grouped")
+    %big = exp(x=%stem, name="big")
+    %twice = mul(x=%big, y=%big, name="twice")
+  } -> (%stem, %pooled, %sum, %deep, %grouped, %twice)
+}
+"""
+INPUTS = {
+    "x": RNG.standard_normal((1, 3, 128, 128), np.float32) * 2,   # the stem's output: 131,072 values
+    "w1": RNG.standard_normal((32, 3, 7, 7), np.float32) * 0.1,
+    "b1": RNG.standard_normal(32, np.float32),
+    "w2": RNG.standard_normal((32, 32, 3, 3), np.float32) * 0.1,
+    "small": RNG.standard_normal((1, 128, 7, 7), np.float32),
+    "w3": RNG.standard_normal((256, 128, 3, 3), np.float32) * 0.05,
+    "b3": RNG.standard_normal(256, np.float32),
+    "pair": RNG.standard_normal((2, 32, 30, 30), np.float32),
+    "w4": RNG.standard_normal((64, 16, 3, 3), np.float32) * 0.1,
+}
+# elementwise ops and pools are shared from 2 * _SHARE elements: the test lowers the bar so
+# that a model small enough to run quickly reaches it (the add's 32,768 values)
+SHARE = 1 << 14
+
+
+def workers() -> list:
+    return [t for t in threading.enumerate() if t.name.startswith("miltext-worker")]
+
+
+def run_at(threads: int, monkeypatch, pieces: list) -> dict:
+    """The program's outputs with the BLAS at `threads` for the calling thread and the machine
+    idle; `pieces` gets the count of every split asked for."""
+    count_splits(monkeypatch, pieces)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    if SETTER is None:       # a BLAS other than the bundled OpenBLAS: no thread is lent
+        return miltext.Session(miltext.loads(PROGRAM)).run(INPUTS)
+    before = SETTER(threads)
+    try:
+        return miltext.Session(miltext.loads(PROGRAM)).run(INPUTS)
+    finally:
+        SETTER(before)
+
+
+def count_splits(monkeypatch, pieces: list) -> None:
+    def counted(count, work, share):
+        pieces.append(share)
+        return SPLIT(count, work, share)
+    monkeypatch.setattr(parallel, "split", counted)
+
+
+@pytest.fixture
+def low_bar(monkeypatch):
+    from miltext.interpreter.kernels import elementwise, pool
+    monkeypatch.setattr(elementwise, "_SHARE", SHARE)
+    monkeypatch.setattr(pool, "_SHARE", SHARE)
+
+
+def test_two_threads_give_the_one_thread_results(monkeypatch, low_bar):
+    one, two = [], []
+    alone = run_at(1, monkeypatch, one)
+    shared = run_at(2, monkeypatch, two)
+    assert one == []                        # one thread: nothing is split
+    if SETTER is None:
+        assert two == []
+        return
+    # the stem, the pool, the block conv, the add, the deep conv (its one image), the grouped
+    # conv, exp and mul: each split in two
+    assert two == [2] * 8
+    for name in ("pooled", "sum", "twice"):         # the same arithmetic: the same bits
+        np.testing.assert_array_equal(shared[name], alone[name], err_msg=name)
+    for name in ("stem", "deep", "grouped"):         # the same products, in bands
+        np.testing.assert_allclose(shared[name], alone[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    # and the one-thread convolution is the definition's
+    x = np.pad(INPUTS["small"].astype(np.float64), [(0, 0), (0, 0), (1, 1), (1, 1)])
+    cols = np.lib.stride_tricks.sliding_window_view(x[0], (3, 3), axis=(1, 2))     # C, 7, 7, 3, 3
+    want = np.einsum("chwij,ocij->ohw", cols, INPUTS["w3"].astype(np.float64)) + INPUTS["b3"][:, None, None]
+    np.testing.assert_allclose(alone["deep"][0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_workers_are_made_once_and_reused(monkeypatch, low_bar):
+    run_at(2, monkeypatch, [])
+    if SETTER is None:
+        assert workers() == []
+        return
+    made = workers()
+    assert 1 <= len(made) <= max((os.cpu_count() or 1) - 1, 1)
+    count = threading.active_count()
+    for _ in range(3):
+        run_at(2, monkeypatch, [])
+    assert workers() == made and threading.active_count() == count
+
+
+def test_a_busy_machine_runs_on_one_thread(monkeypatch, low_bar):
+    pieces = []
+    count_splits(monkeypatch, pieces)
+    monkeypatch.setattr(os, "getloadavg", lambda: (float(os.cpu_count() or 1) + 1, 0.0, 0.0))
+    before = SETTER(2) if SETTER is not None else None
+    try:
+        miltext.Session(miltext.loads(PROGRAM)).run(INPUTS)
+    finally:
+        if SETTER is not None:
+            SETTER(before)
+    assert pieces == []
+
+
+def test_one_blas_thread_means_one_thread():
+    """OPENBLAS_NUM_THREADS=1 (or OMP_NUM_THREADS=1): no split, no worker thread."""
+    script = ("import os, threading, numpy as np, miltext\n"
+              "from miltext.interpreter import parallel\n"
+              "os.getloadavg = lambda: (0.0, 0.0, 0.0)\n"
+              "asked = []\n"
+              "real = parallel.split\n"
+              "parallel.split = lambda c, w, s: (asked.append(s), real(c, w, s))\n"
+              "x = np.ones((1, 64, 56, 56), np.float32)\n"
+              "w = np.ones((64, 64, 3, 3), np.float32)\n"
+              "y = miltext.run(miltext.loads('main[CoreML7](%x: (1, 64, 56, 56, fp32), %w: (64, 64, 3, 3, fp32)) {\\n'\n"
+              "                '  block0() {\\n    %y = conv(x=%x, weight=%w, pad_type=\"same\", name=\"y\")\\n  } -> (%y)\\n}\\n'),\n"
+              "               {'x': x, 'w': w})['y']\n"
+              "assert y[0, 0, 10, 10] == 576 and y[0, 0, 0, 0] == 256\n"
+              "print(len(asked), sum(t.name.startswith('miltext-worker') for t in threading.enumerate()))\n")
+    for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+        env[key] = "1"
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["0", "0"], key
+
+
+def test_a_part_that_fails_fails_the_split_after_every_part_is_done():
+    done = []
+
+    def work(start, stop):
+        if start:
+            raise ValueError("second part")
+        threading.Event().wait(0.05)            # the first part outlasts the failing one
+        done.append((start, stop))
+    with pytest.raises(ValueError, match="second part"):
+        parallel.split(10, work, 2)
+    assert done == [(0, 5)]
+    out = np.empty(100_000, np.float32)
+    parallel.chunks(np.add, (np.arange(100_000, dtype=np.float32), np.array(1, np.float32)), out, 2)
+    np.testing.assert_array_equal(out, np.arange(1, 100_001, dtype=np.float32))
