@@ -170,3 +170,25 @@ def test_a_part_that_fails_fails_the_split_after_every_part_is_done():
     out = np.empty(100_000, np.float32)
     parallel.chunks(np.add, (np.arange(100_000, dtype=np.float32), np.array(1, np.float32)), out, 2)
     np.testing.assert_array_equal(out, np.arange(1, 100_001, dtype=np.float32))
+
+
+def test_rows_and_products_shared_give_the_same_results():
+    """The helpers row-wise kernels (softmax, layer_norm) and products are to call: the parts
+    cover every row and column once."""
+    x = RNG.standard_normal((3, 50, 96), np.float32)
+    out = np.full_like(x, np.nan)
+
+    def softmax(part, into):
+        e = np.exp(part - part.max(axis=-1, keepdims=True))
+        np.divide(e, e.sum(axis=-1, keepdims=True), out=into)
+    parallel.rows(softmax, x, out, 2)
+    want = np.empty_like(x)
+    softmax(x.reshape(-1, 96), want.reshape(-1, 96))
+    np.testing.assert_array_equal(out, want)
+    parallel.rows(lambda part, into: np.subtract(part, part.mean(axis=-1, keepdims=True), out=into), x, out, 2, 50 * 96)
+    np.testing.assert_array_equal(out, x - x.mean(axis=(1, 2), keepdims=True))
+    a = RNG.standard_normal((128, 768), np.float32)
+    w = RNG.standard_normal((300, 768), np.float32)       # a linear's (out, in) weight
+    y = np.full((128, 300), np.nan, np.float32)
+    parallel.product(a, w.T, y, 2)
+    np.testing.assert_allclose(y, a @ w.T, rtol=1e-5, atol=1e-4)

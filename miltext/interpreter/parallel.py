@@ -13,6 +13,8 @@ import os
 import threading
 from queue import SimpleQueue
 
+import numpy as np
+
 from . import blas_threads
 
 
@@ -55,6 +57,27 @@ def chunks(fn, inputs: tuple, out, pieces: int):
     def part(start, stop):
         fn(*(x[start:stop] if x.ndim else x for x in flat), out=flat_out[start:stop])
     split(flat_out.size, part, pieces)
+    return out
+
+
+def rows(fn, x, out, pieces: int, width: int | None = None):
+    """fn(x_part, out_part) over `pieces` bands of rows of `width` elements (x's last axis
+    unless given: a softmax's, a layer_norm's axes): x and out C-contiguous, of one shape."""
+    width = width or (x.shape[-1] if x.ndim else 1)
+    x2, out2 = x.reshape(-1, width), out.reshape(-1, width)
+
+    def part(start, stop):
+        fn(x2[start:stop], out2[start:stop])
+    split(len(x2), part, pieces)
+    return out
+
+
+def product(x, w, out, pieces: int):
+    """np.matmul(x, w, out=out) for x (M, K) and w (K, N) (a transposed view is fine), the
+    output's columns shared among `pieces` threads."""
+    def part(start, stop):
+        np.matmul(x, w[:, start:stop], out=out[:, start:stop])
+    split(w.shape[1], part, pieces)
     return out
 
 
