@@ -21,8 +21,10 @@ from . import blas_threads
 def threads(work: int, enough: int) -> int:
     """The threads for `work` units when a piece pays from `enough` of them: 1, or up to the
     run's lent threads."""
+    if work < 2 * enough:           # most ops of a model of small ops: asked first
+        return 1
     lent = blas_threads.lent()
-    return 1 if lent <= 1 or work < 2 * enough else min(lent, work // enough)
+    return 1 if lent <= 1 else min(lent, work // enough)
 
 
 def split(count: int, work, pieces: int) -> None:
