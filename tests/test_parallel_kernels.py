@@ -192,3 +192,10 @@ def test_rows_and_products_shared_give_the_same_results():
     y = np.full((128, 300), np.nan, np.float32)
     parallel.product(a, w.T, y, 2)
     np.testing.assert_allclose(y, a @ w.T, rtol=1e-5, atol=1e-4)
+
+
+def test_a_negative_pad_is_refused_in_plain_words():
+    text = ('main[CoreML7](%x: (1, 2, 8, 8, fp32), %w: (2, 2, 3, 3, fp32)) {\n  block0() {\n'
+            '    %y = conv(x=%x, weight=%w, pad_type="custom", pad=[-1, 2, 1, 1], name="y")\n  } -> (%y)\n}\n')
+    with pytest.raises(miltext.interpreter.RunError, match=r"pad \[-1, 2, 1, 1\] has a negative amount"):
+        miltext.run(miltext.loads(text), {"x": np.ones((1, 2, 8, 8), np.float32), "w": np.ones((2, 2, 3, 3), np.float32)})

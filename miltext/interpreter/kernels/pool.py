@@ -6,7 +6,7 @@ import numpy as np
 from .. import parallel
 from ..errors import RunError
 from ..registry import kernel
-from .conv import pads, windows
+from .conv import padded, pads, windows
 from .linear import wide
 
 
@@ -41,7 +41,7 @@ _SHARE = 1 << 17    # input elements each thread must have for a pool to be shar
 def _padded(a, x, declared, extra, pad_value):
     """x padded as declared, then by the ceil-mode extra."""
     spatial = _allow_padded(a, x, declared, extra)
-    return np.pad(x, [(0, 0)] * (x.ndim - len(spatial)) + spatial, constant_values=pad_value)
+    return padded(x, spatial, pad_value)
 
 
 def _allow_padded(a, x, declared, extra) -> list:
@@ -54,8 +54,7 @@ def _allow_padded(a, x, declared, extra) -> list:
 
 def _windows(a, x, kernel_shape, strides, declared, extra, pad_value):
     """(N, C, *out, *k) windows over x padded as declared, then by the ceil-mode extra."""
-    padded = _padded(a, x, declared, extra, pad_value)
-    return windows(padded, kernel_shape, strides, [1] * len(kernel_shape))
+    return windows(_padded(a, x, declared, extra, pad_value), kernel_shape, strides, [1] * len(kernel_shape))
 
 
 def _max_by_dim(padded, kernel_shape, strides, into=None):
@@ -91,16 +90,14 @@ def max_pool(a):
     sizes = [(size + b + e - k) // s + 1 for size, (b, e), k, s in zip(x.shape[lead:], spatial, kernel_shape, strides)]
     share = parallel.threads(x.size, _SHARE) if x.flags.c_contiguous and min(sizes) > 0 else 1
     if share == 1:
-        padded = np.pad(wide(x), [(0, 0)] * lead + spatial, constant_values=-np.inf)
-        return _max_by_dim(padded, kernel_shape, strides).astype(x.dtype, copy=False)
+        return _max_by_dim(padded(wide(x), spatial, -np.inf), kernel_shape, strides).astype(x.dtype, copy=False)
     # the channels (every dim before the spatial ones, as one) shared among the threads, each
     # padding its own
     rows = x.reshape((-1,) + x.shape[lead:])
     y = np.empty([len(rows)] + sizes, wide(x[:0]).dtype)      # in the dtype wide() computes in
 
     def run(start: int, stop: int) -> None:
-        padded = np.pad(wide(rows[start:stop]), [(0, 0)] + spatial, constant_values=-np.inf)
-        _max_by_dim(padded, kernel_shape, strides, into=y[start:stop])
+        _max_by_dim(padded(wide(rows[start:stop]), spatial, -np.inf), kernel_shape, strides, into=y[start:stop])
     parallel.split(len(rows), run, share)
     return y.reshape(x.shape[:lead] + y.shape[1:]).astype(x.dtype, copy=False)
 
