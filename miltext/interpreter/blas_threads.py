@@ -73,11 +73,15 @@ _thread = threading.local()       # `full`: inside a run, the count a big produc
 _NULL = nullcontext()
 
 
+def cores() -> int:
+    """The cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def busy() -> bool:
     """Whether every core this process may use is taken (by the 1-minute load average)."""
     try:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return os.getloadavg()[0] >= cores
+        return os.getloadavg()[0] >= cores()
     except (OSError, AttributeError):       # no load average here (Windows)
         return False
 

@@ -24,7 +24,7 @@ def threads(work: int, enough: int) -> int:
     if work < 2 * enough:           # most ops of a model of small ops: asked first
         return 1
     lent = blas_threads.lent()
-    return 1 if lent <= 1 else min(lent, work // enough)
+    return 1 if lent <= 1 else min(lent, _CORES, work // enough)
 
 
 def split(count: int, work, pieces: int) -> None:
@@ -99,6 +99,9 @@ class _Task:
             self.done.set()
 
 
+_CORES = blas_threads.cores()
+
+
 class _Pool:
     """Worker threads taking tasks from one queue; made when first needed, at most one per
     core but one, and kept for the process's life (daemons: they never hold up its exit)."""
@@ -112,8 +115,7 @@ class _Pool:
         if self.workers >= count:
             return
         with self.lock:
-            most = max((os.cpu_count() or 1) - 1, 1)
-            while self.workers < min(count, most):
+            while self.workers < min(count, max(_CORES - 1, 1)):
                 threading.Thread(target=self._serve, name=f"miltext-worker-{self.workers}", daemon=True).start()
                 self.workers += 1
 
