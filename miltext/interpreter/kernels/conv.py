@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import parallel
-from ..blas_threads import sized
+from ..blas_threads import SMALL, sized
 from ..errors import RunError
 from ..registry import kernel
 from .linear import wide
@@ -64,8 +64,11 @@ def windows(x, kernel_shape, strides, dilations):
 
 
 _WINDOW_BUDGET = 1 << 25   # bytes of windows copied at once (the im2col matrices of bands of rows)
-_PIECE = 1 << 21           # multiply-adds a thread's band must have to pay for its hand-off
 _ROWS_EACH = 8             # output rows each thread takes at least, else the threads share channels
+# A thread's part from half the multiply-adds blas_threads lends a product more threads at:
+# every product it would lend them to is shared by the pool instead. The two must not meet in
+# a run: OpenBLAS's lent thread spins for ~100 ms after its product, taking the pool's core.
+_PIECE = SMALL // 2
 
 
 def correlate(padded, weight, strides, dilations, groups: int, bias=None):
