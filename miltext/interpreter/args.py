@@ -46,7 +46,7 @@ class Literal:
 
 
 class Args:
-    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes")
+    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay")
 
     def __init__(self, evaluator, op, env: dict, opset: str, bindings: dict, last=frozenset()):
         """`bindings`: the op's inputs and attributes by name, each a list of var names and
@@ -55,6 +55,14 @@ class Args:
         self.evaluator, self.op, self.env, self.opset, self.bindings = evaluator, op, env, opset, bindings
         self.last = last
         self.passes = None
+        self.replay = None       # (compute, keys) the kernel offered this run (replays.py)
+
+    def replayable(self, compute, *keys):
+        """Offers `compute(*inputs keys)` as what this op computes on later runs whose inputs
+        `keys` have the shapes, strides and dtypes they have now, every other input as it is
+        now (replays.py says when it is taken); gives `compute`."""
+        self.replay = (compute, keys)
+        return compute
 
     def spare(self, key: str, value, shape, dtype):
         """`value`, the kernel's array of input `key`, when the kernel may write its result of

@@ -16,7 +16,7 @@ from .. import dtypes
 from ..errors import InputError
 from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, Value, WeightRef
 from ..ir.walk import blocks, operations
-from . import blas_threads, fast_kernels
+from . import blas_threads, fast_kernels, replays
 from .args import Args, Literal
 from .errors import RunError
 from .limits import BIG, Limits, size_text
@@ -25,12 +25,13 @@ from .registry import find
 
 class Step:
     """One op as the loop runs it."""
-    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "most", "drops", "last", "args")
+    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "most", "drops", "last", "args", "replay")
 
     def __init__(self, op, kernel, bindings: dict, drops: list):
         self.op, self.kernel, self.bindings, self.drops = op, kernel, bindings, drops
         self.last = frozenset(drops)         # the inputs no op after this one reads
         self.args = None                     # what the kernel sees, made on the first run and reused
+        self.replay = None                   # the op without its kernel, for inputs as last run's (replays.py)
         self.names = [var.name for var in op.outputs]
         self.dtypes = [_numpy_dtype(var.type) for var in op.outputs]
         # what the text declares the outputs take, checked before the kernel runs
@@ -111,10 +112,13 @@ class Evaluator:
         steps = self._plans.get(id(block))
         steps = self._prepare(block) if steps is None else steps[1]
         limits, observer = self.limits, self.observer
+        replaying = limits.max_memory >= replays.SMALL_OUTPUT    # then no replayed op needs a memory check
         for step in steps:
             if monotonic() > limits.deadline:
                 limits.check_time(step.op)
-            self._step(step, env, opset)
+            replay = step.replay
+            if replay is None or not replaying or not self._replayed(step.op, replay, env):
+                self._step(step, env, opset)
             if observer is not None:
                 observer.saw(step, env)
             for name in step.drops:
@@ -188,17 +192,11 @@ class Evaluator:
                     if need >= BIG or need > self.limits.max_memory:
                         args.allow(shape, itemsize, what)
             result = kernel(args)
-        except RunError as e:
-            if e.loc is None and op.loc is not None:
-                raise RunError(f"{op.type}: {e.message}", op.loc) from None
-            raise
-        except InputError:
-            raise                      # a weight file it could not read: located already
-        except (ValueError, IndexError, TypeError, KeyError, ArithmeticError) as e:
-            raise RunError(f"{op.type} cannot run on these inputs: {e}", op.loc) from None
-        except MemoryError:            # a size no kernel checked: a bug of ours, still said plainly
-            raise RunError(f"{op.type} ran out of memory (--max-memory is "
-                           f"{size_text(self.limits.max_memory)})", op.loc) from None
+            if args.replay is not None:
+                step.replay = replays.make(step, args, result)
+                args.replay = None
+        except _FAILURES as e:
+            raise self._failure(op, e) from None
         finally:
             # the run's values are not held past it, nor the evaluator (no cycle through its plans)
             args.evaluator = args.env = None
@@ -215,6 +213,23 @@ class Evaluator:
             raise RunError(f"{op.type} gave {len(result)} output(s), the op names {len(names)}", op.loc)
         for name, want, value in zip(names, step.dtypes, result):
             env[name] = _as_declared(want, value)
+
+    def _replayed(self, op, replay, env: dict) -> bool:
+        try:
+            return replay.run(env)
+        except _FAILURES as e:
+            raise self._failure(op, e) from None
+
+    def _failure(self, op, e: Exception) -> Exception:
+        """What a run says of error `e` in the kernel of `op`."""
+        if isinstance(e, RunError):
+            return RunError(f"{op.type}: {e.message}", op.loc) if e.loc is None and op.loc is not None else e
+        if isinstance(e, InputError):
+            return e                   # a weight file it could not read: located already
+        if isinstance(e, MemoryError):     # a size no kernel checked: a bug of ours, still said plainly
+            return RunError(f"{op.type} ran out of memory (--max-memory is "
+                            f"{size_text(self.limits.max_memory)})", op.loc)
+        return RunError(f"{op.type} cannot run on these inputs: {e}", op.loc)
 
     # ---- values ----
     def value(self, value):
@@ -255,6 +270,9 @@ class Evaluator:
         header = weight_refs.check(ref, vtype, self.weights_folder, self.confine_refs)
         self.limits.allow(header.shape, 8, f"the tensor {ref.path} names")    # read, then cast: 8 bytes at most
         return weight_refs.tensor(ref, vtype, self.weights_folder, header, self.confine_refs)
+
+
+_FAILURES = (RunError, InputError, ValueError, IndexError, TypeError, KeyError, ArithmeticError, MemoryError)
 
 
 class _Folded(set):

@@ -113,9 +113,13 @@ def gelu(a):
     mode = a.scalar("mode", "EXACT")
     native = usable(a, x)
     if native is not None and mode in ("EXACT", "TANH_APPROXIMATION"):
-        y = np.empty_like(x)
-        native.gelu(x, y, mode != "EXACT")
-        return y
+        tanh = mode != "EXACT"
+
+        def compute(x):
+            y = np.empty_like(x)
+            native.gelu(x, y, tanh)
+            return y
+        return a.replayable(compute, "x")(x)
     if mode == "TANH_APPROXIMATION":
         y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
     elif mode == "SIGMOID_APPROXIMATION":
@@ -123,6 +127,14 @@ def gelu(a):
     else:
         y = gelu_exact(x)
     return y.astype(x.dtype, copy=False)
+
+
+def _native_softmax(native, n: int):
+    def compute(x):
+        y = np.empty_like(x)
+        native.softmax(x, y, n)
+        return y
+    return compute
 
 
 _UNSHIFTED = 64.0    # x below this: exp(x) is finite in fp32, and no sum of them within memory overflows
@@ -135,9 +147,7 @@ def softmax(a):
     axis = a.scalar("axis", -1)
     native = usable(a, x)
     if native is not None and axis in (-1, x.ndim - 1) and x.shape[-1]:
-        y = np.empty_like(x)
-        native.softmax(x, y, x.shape[-1])
-        return y
+        return a.replayable(_native_softmax(native, x.shape[-1]), "x")(x)
     if x.itemsize >= 4 and x.dtype.kind == "f" and x.size and x.max() < _UNSHIFTED:
         # the max need not be taken out (NumPy's max along a short axis is slow, and x - max
         # rounds x once more) when no exp overflows and no row's sum is near 0: only its

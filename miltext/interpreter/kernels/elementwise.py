@@ -57,6 +57,7 @@ def _broadcast_bound(values, product: int) -> int:
 def _binary(fn):
     def run(a):      # the evaluator runs every kernel with NumPy's warnings off
         x, y = operands(a, "x", "y")
+        a.replayable(fn, "x", "y")
         if x.ndim and x.shape == y.shape and x.dtype == y.dtype and fn in _IN_PLACE:
             out = a.spare("x", x, x.shape, x.dtype)
             if out is None:
@@ -119,6 +120,7 @@ _UNARY = {
 def _unary(fn):
     def run(a):
         x = np.asarray(a("x"))
+        a.replayable(fn, "x")
         share = parallel.threads(x.size, _SHARE)
         if share > 1 and x.flags.c_contiguous and x.dtype.kind == "f" and fn is not np.logical_not:
             return parallel.chunks(fn, (x,), np.empty_like(x), share)     # floats in, floats out
@@ -267,7 +269,10 @@ def threshold(a):
 
 @kernel("select")
 def select(a):
-    cond, x, y = operands(a, "cond", "a", "b")
+    return a.replayable(_select, "cond", "a", "b")(*operands(a, "cond", "a", "b"))
+
+
+def _select(cond, x, y):
     return np.where(cond.astype(bool), x, y)
 
 

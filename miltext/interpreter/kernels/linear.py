@@ -40,43 +40,58 @@ def _transposed(weight):
 @kernel("linear")
 def linear(a):
     x = np.asarray(a("x"))
-    xw = wide(x)
     wt = a.kept("weight", _transposed)
-    if wt is None:
-        weight = wide(a("weight"))
-        wt = weight.T
-    macs = xw.size * (wt.shape[-1] if wt.ndim == 2 else 1)
-    with _NULL if macs < SMALL else sized(macs):
-        if xw.ndim > 2 and xw.flags.c_contiguous and wt.ndim == 2:
-            # one matrix product, not one per leading index; np.dot's 2-D call into the BLAS
-            # costs less than matmul's (a product of a decoder's size: 2 us against 3)
-            y = np.dot(xw.reshape(-1, xw.shape[-1]), wt).reshape(xw.shape[:-1] + wt.shape[-1:])
-        elif xw.ndim == 2 and wt.ndim == 2:
-            y = np.dot(xw, wt)
-        else:
-            y = xw @ wt
+    weight = a("weight") if wt is None else None
     bias = a("bias", None)
-    if bias is not None:
-        bias = wide(bias)
-        if bias.dtype == y.dtype and bias.shape == y.shape[-1:]:
-            y += bias
-        else:
-            y = y + bias
-    return y.astype(x.dtype, copy=False)
+    return a.replayable(_linear(wt, weight, None if bias is None else wide(bias)), "x")(x)
+
+
+def _linear(wt, weight, bias):
+    """x @ W.T + bias as a function of x: W kept transposed (`wt`), else `weight` as given,
+    widened at each call (a replay keeps no fp32 copy of an fp16 weight)."""
+    def compute(x):
+        xw = wide(x)
+        w = wt if wt is not None else wide(weight).T
+        macs = xw.size * (w.shape[-1] if w.ndim == 2 else 1)
+        with _NULL if macs < SMALL else sized(macs):
+            if xw.ndim > 2 and xw.flags.c_contiguous and w.ndim == 2:
+                # one matrix product, not one per leading index; np.dot's 2-D call into the BLAS
+                # costs less than matmul's (a product of a decoder's size: 2 us against 3)
+                y = np.dot(xw.reshape(-1, xw.shape[-1]), w).reshape(xw.shape[:-1] + w.shape[-1:])
+            elif xw.ndim == 2 and w.ndim == 2:
+                y = np.dot(xw, w)
+            else:
+                y = xw @ w
+        if bias is not None:
+            if bias.dtype == y.dtype and bias.shape == y.shape[-1:]:
+                y += bias
+            else:
+                y = y + bias
+        return y.astype(x.dtype, copy=False)
+    return compute
 
 
 @kernel("matmul")
 def matmul(a):
     x, y = np.asarray(a("x")), np.asarray(a("y"))
-    out_dtype = x.dtype if x.dtype == y.dtype else np.result_type(x, y)
-    x, y = wide(x), wide(y)
-    if x.ndim > 1 and a.scalar("transpose_x", False):
-        x = np.swapaxes(x, -1, -2)
-    if y.ndim > 1 and a.scalar("transpose_y", False):
-        y = np.swapaxes(y, -1, -2)
-    macs = max(x.size * (y.shape[-1] if y.ndim > 1 else 1), y.size * (x.shape[-2] if x.ndim > 1 else 1))
-    with _NULL if macs < SMALL else sized(macs):
-        return np.matmul(x, y).astype(out_dtype, copy=False)
+    swap_x = x.ndim > 1 and a.scalar("transpose_x", False)
+    swap_y = y.ndim > 1 and a.scalar("transpose_y", False)
+    return a.replayable(_matmul(swap_x, swap_y), "x", "y")(x, y)
+
+
+def _matmul(swap_x: bool, swap_y: bool):
+    """x @ y as a function of x and y, either one's last two dims swapped first."""
+    def compute(x, y):
+        out_dtype = x.dtype if x.dtype == y.dtype else np.result_type(x, y)
+        x, y = wide(x), wide(y)
+        if swap_x:
+            x = np.swapaxes(x, -1, -2)
+        if swap_y:
+            y = np.swapaxes(y, -1, -2)
+        macs = max(x.size * (y.shape[-1] if y.ndim > 1 else 1), y.size * (x.shape[-2] if x.ndim > 1 else 1))
+        with _NULL if macs < SMALL else sized(macs):
+            return np.matmul(x, y).astype(out_dtype, copy=False)
+    return compute
 
 
 @kernel("einsum")

@@ -91,9 +91,13 @@ def _native_layer_norm(native, a, x, count: int):
         if v is not None and (type(v) is not np.ndarray or v.dtype != np.float32 or v.size != count
                               or not v.flags.c_contiguous):
             return None
-    y = np.empty_like(x)
-    native.layer_norm(x, y, gamma, beta, float(a.scalar("epsilon", 1e-5)), count)
-    return y
+    epsilon = float(a.scalar("epsilon", 1e-5))
+
+    def compute(x):
+        y = np.empty_like(x)
+        native.layer_norm(x, y, gamma, beta, epsilon, count)
+        return y
+    return a.replayable(compute, "x")(x)
 
 
 @kernel("l2_norm")

@@ -24,7 +24,7 @@ def gather(a):
         need = idx.size * (x.size // x.shape[axis]) * x.itemsize
         if need >= BIG or need > a.evaluator.limits.max_memory:
             a.allow(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
-        return x.take(idx, axis=axis)
+        return a.replayable(lambda x, idx: x.take(idx, axis=axis), "x", "indices")(x, idx)
     idx = idx.astype(np.int64)
     idx = np.where(idx < 0, idx + x.shape[axis], idx)
     a.allow(x.shape[:axis] + idx.shape[batch_dims:] + x.shape[axis + 1:], x.dtype)

@@ -30,7 +30,7 @@ def reshape(a):
         if len(shape) != x.ndim:
             raise RunError(f"a 0 in shape {shape} keeps an input dim only when the shape has x's rank ({x.ndim})")
         shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
-    return x.reshape(shape)
+    return a.replayable(lambda x: x.reshape(shape), "x")(x)
 
 
 @kernel("reshape_like")
@@ -41,15 +41,18 @@ def reshape_like(a):
 
 @kernel("transpose")
 def transpose(a):
-    return _x(a).transpose(a.ints("perm"))
+    perm = a.ints("perm")
+    return a.replayable(lambda x: x.transpose(perm), "x")(_x(a))
 
 
 @kernel("expand_dims")
 def expand_dims(a):
     x = _x(a)
-    for axis in sorted(ax % (x.ndim + len(a.ints("axes"))) for ax in a.ints("axes")):
-        x = np.expand_dims(x, axis)
-    return x
+    axes = a.ints("axes")
+    shape = list(x.shape)
+    for axis in sorted(ax % (x.ndim + len(axes)) for ax in axes):
+        shape.insert(axis, 1)
+    return a.replayable(lambda x: x.reshape(shape), "x")(x)
 
 
 @kernel("squeeze")
@@ -58,8 +61,8 @@ def squeeze(a):
     axes = a.ints("axes", None)
     if axes is None:
         return x.squeeze()
-    ndim = x.ndim
-    return x.squeeze(axis=tuple([ax % ndim for ax in axes]))
+    axes = tuple([ax % x.ndim for ax in axes])
+    return a.replayable(lambda x: x.squeeze(axis=axes), "x")(x)
 
 
 def _joined(a, values):
@@ -94,11 +97,11 @@ def split(a):
     axis = a.scalar("axis")
     sizes = a.ints("split_sizes", None)
     if sizes is not None and sum(sizes) == x.shape[axis] and min(sizes, default=0) >= 0:
-        lead, at, parts = (slice(None),) * (axis % x.ndim), 0, []
+        lead, at, where = (slice(None),) * (axis % x.ndim), 0, []
         for size in sizes:            # plain slices: np.split's general path costs more than they do
-            parts.append(x[lead + (slice(at, at + size),)])
+            where.append(lead + (slice(at, at + size),))
             at += size
-        return tuple(parts)
+        return a.replayable(lambda x: tuple([x[w] for w in where]), "x")(x)
     if sizes is not None:
         return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
     return tuple(np.split(x, a.scalar("num_splits"), axis=axis))

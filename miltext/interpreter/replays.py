@@ -1,0 +1,73 @@
+"""Replays: a small op computed straight from its inputs on the runs after its first.
+
+A decoder of small ops spends more on each kernel's bookkeeping (reading its inputs and
+literals, checking sizes, choosing a path) than on its arithmetic. A kernel that can say what
+it computes as a function of some of its inputs, all else fixed by the op's literals (weights,
+axes, modes), offers that function (`Args.replayable`). The evaluator keeps it with the step
+when the op is small (every output declared, static, at most SMALL_OUTPUT bytes), every other
+input is a literal and the results take their declared dtypes. A later run whose inputs have
+the same shapes, strides and dtypes calls it and skips the kernel; any other input runs the
+kernel, which offers a new one. Big ops always run their kernels: those reuse spent inputs
+and share work between threads, which a replay does not."""
+from __future__ import annotations
+
+import numpy as np
+
+from .args import Literal
+
+SMALL_OUTPUT = 1 << 16     # bytes: the largest output of an op that may be replayed
+
+
+class Replay:
+    """`compute` and the inputs it takes: fixed values, and the names read from a run's
+    values with the shape, strides and dtype they must have."""
+    __slots__ = ("compute", "fixed", "reads", "names")
+
+    def __init__(self, compute, fixed: list, reads: tuple, names: list):
+        self.compute, self.fixed, self.reads, self.names = compute, fixed, reads, names
+
+    def run(self, env) -> bool:
+        """The op's outputs put in `env`; False (nothing done) when an input is not as it was."""
+        values = self.fixed.copy()
+        for index, name, shape, strides, dtype in self.reads:
+            v = env[name]
+            if type(v) is not np.ndarray or v.shape != shape or v.strides != strides or v.dtype != dtype:
+                return False
+            values[index] = v
+        result = self.compute(*values)
+        names = self.names
+        if len(names) == 1:
+            env[names[0]] = result
+        else:
+            for name, value in zip(names, result):
+                env[name] = value
+        return True
+
+
+def make(step, args, result) -> Replay | None:
+    """The replay the kernel of `step` offered on this run (it gave `result`), or None when
+    the step may not be replayed."""
+    compute, keys = args.replay
+    if step.most > SMALL_OUTPUT or len(step.need) != len(step.names) or step.op.blocks:
+        return None
+    bindings = step.bindings
+    for key, found in bindings.items():
+        if key not in keys and any(type(b) is not Literal for b in found):
+            return None      # a var the kernel read as a parameter: its value may differ next run
+    fixed, reads = [], []
+    for index, key in enumerate(keys):
+        found = bindings.get(key)
+        if found is None or len(found) != 1:
+            return None
+        value = args(key)
+        if type(found[0]) is str:
+            if type(value) is not np.ndarray:
+                return None
+            reads.append((index, found[0], value.shape, value.strides, value.dtype))
+            value = None
+        fixed.append(value)
+    outputs = result if type(result) is tuple else (result,)
+    if len(outputs) != len(step.names) or any(type(v) is not np.ndarray or v.dtype != want
+                                              for v, want in zip(outputs, step.dtypes)):
+        return None
+    return Replay(compute, fixed, tuple(reads), step.names)
