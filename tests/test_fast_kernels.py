@@ -1,5 +1,5 @@
-"""The interpreter's C kernels (miltext.interpreter._fastkernels: layer_norm, gelu, softmax on
-C-contiguous float32): each op run both ways, the C kernel and the NumPy path
+"""The interpreter's C kernels (miltext.interpreter._fastkernels: layer_norm, gelu, softmax, and
+the small products of linear and matmul, on C-contiguous float32): each op run both ways, the C kernel and the NumPy path
 (MILTEXT_PURE_PYTHON=1), on the decoder's shapes and on edge values, both held to float64
 references and to each other; what the C kernels do not take (fp16, views, other axes) falls back
 to NumPy; bad arguments raise, never crash."""
@@ -14,6 +14,7 @@ from support.native import require_native
 
 _fastkernels = require_native("miltext.interpreter._fastkernels")
 RNG = np.random.default_rng(30)
+NAMES = ("gelu", "softmax", "layer_norm", "linear", "matmul")
 _DTYPES = {np.float32: "fp32", np.float16: "fp16"}
 _erfc = np.vectorize(math.erfc)
 
@@ -22,7 +23,7 @@ class Counting:
     """The C module with a count of the calls each function gets."""
 
     def __init__(self):
-        self.calls = {"gelu": 0, "softmax": 0, "layer_norm": 0}
+        self.calls = dict.fromkeys(NAMES, 0)
 
     def __getattr__(self, name):
         def call(*args):
@@ -195,7 +196,7 @@ def test_fp16_input_takes_the_numpy_path_and_keeps_its_dtype(path):
     for line in ('gelu(x=%x, mode="EXACT")', "softmax(x=%x, axis=-1)", "layer_norm(x=%x, axes=[-1])"):
         got = run_line(line, x)
         assert got.dtype == np.float16
-    assert path[1] == {"gelu": 0, "softmax": 0, "layer_norm": 0}
+    assert path[1] == dict.fromkeys(NAMES, 0)
     np.testing.assert_array_equal(run_line("softmax(x=%x, axis=-1)", x), np.array([[0.5, 0.5, 0, 0]], np.float16))
 
 
@@ -211,7 +212,7 @@ def test_a_transposed_view_takes_the_numpy_path_and_the_result_is_the_same(path)
 }
 """
     got = run(miltext.loads(text), {"x": x})
-    assert path[1] == {"gelu": 0, "softmax": 0, "layer_norm": 0}     # each reads a strided view
+    assert path[1] == dict.fromkeys(NAMES, 0)     # each reads a strided view
     t = x.T
     np.testing.assert_allclose(got["g"], gelu_ref(t), rtol=2e-6, atol=1e-7)
     np.testing.assert_allclose(got["s"], softmax_ref(t), rtol=2e-6, atol=1e-9)
@@ -224,7 +225,47 @@ def test_softmax_over_another_axis_and_layer_norm_over_leading_axes_take_the_num
     np.testing.assert_allclose(got, softmax_ref(x.T).T, rtol=2e-6, atol=1e-9)
     got = run_line("layer_norm(x=%x, axes=[0])", x)
     np.testing.assert_allclose(got, layer_norm_ref(x, 1.0, 0.0, 1e-5, (0,)), rtol=1e-5, atol=2e-6)
-    assert path[1] == {"gelu": 0, "softmax": 0, "layer_norm": 0}
+    assert path[1] == dict.fromkeys(NAMES, 0)
+
+
+# (x's shape, the outputs, a bias or not): the decoder's products, and rows and columns past the
+# C code's blocks of 4 rows by 32 columns
+@pytest.mark.parametrize("shape, n, bias", [((1, 16, 64), 192, True), ((16, 256), 64, True), ((7, 50), 33, True),
+                                            ((2, 3, 5), 70, False), ((4, 64), 512, True), ((5, 3), 1, False)])
+def test_linear_of_a_decoders_rows_and_of_odd_sizes(path, shape, n, bias):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    w = RNG.standard_normal((n, shape[-1])).astype(np.float32)
+    b = RNG.standard_normal(n).astype(np.float32)
+    given = f", bias={b.tolist()}" if bias else ""
+    got = run_line(f"linear(x=%x, weight={w.tolist()}{given})", x)
+    check_ran(path, path[1], "linear")
+    want = x.astype(np.float64) @ w.T.astype(np.float64) + (b if bias else 0)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.sqrt(shape[-1]))
+
+
+@pytest.mark.parametrize("xs, ys, swap_x, swap_y", [((1, 4, 16, 16), (1, 4, 16, 16), False, True),
+                                                    ((2, 3, 5, 7), (2, 3, 7, 40), False, False),
+                                                    ((3, 6, 5), (3, 6, 33), True, False), ((9, 4), (4, 2), False, False)])
+def test_attentions_products_of_each_head(path, xs, ys, swap_x, swap_y):
+    x, y = RNG.standard_normal(xs).astype(np.float32), RNG.standard_normal(ys).astype(np.float32)
+    got = run_line(f"matmul(x=%x, y=%w, transpose_x={swap_x}, transpose_y={swap_y})", x, w=y)
+    check_ran(path, path[1], "matmul")
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    want = (np.swapaxes(x64, -1, -2) if swap_x else x64) @ (np.swapaxes(y64, -1, -2) if swap_y else y64)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_products_of_views_broadcasts_and_fp16_take_numpy(path):
+    x = RNG.standard_normal((2, 4, 8)).astype(np.float32)
+    got = run_line("matmul(x=%x, y=%w)", x, w=RNG.standard_normal((1, 8, 3)).astype(np.float32))  # broadcast
+    assert got.shape == (2, 4, 3)
+    got = run_line("linear(x=%x, weight=%w)", x, w=RNG.standard_normal((3, 8)).astype(np.float32))  # a var weight
+    assert got.shape == (2, 4, 3)
+    got = run_line(f"linear(x=%x, weight={np.ones((3, 8)).tolist()})", x[:, :3])                   # a strided view
+    assert got.shape == (2, 3, 3)
+    assert path[1] == dict.fromkeys(NAMES, 0)
 
 
 # ---- the module itself: what it refuses ----------------------------------------------------------
@@ -255,6 +296,19 @@ def test_the_c_functions_refuse_what_they_cannot_take():
         _fastkernels.layer_norm(x, out, None, np.ones(8, np.float64), 1e-5, 8)
     with pytest.raises(ValueError):
         _fastkernels.layer_norm(x, out, None, None, 1e-5, -1)
+    with pytest.raises(ValueError):
+        _fastkernels.linear(x, np.ones((8, 3), np.float32), None, np.empty((4, 4), np.float32), 8, 3)
+    with pytest.raises(ValueError):
+        _fastkernels.linear(x, np.ones((8, 3), np.float32), np.ones(2, np.float32), np.empty((4, 3), np.float32), 8, 3)
+    with pytest.raises(ValueError):
+        _fastkernels.linear(x, np.ones((8, 3), np.float32), None, np.empty((4, 3), np.float32), 0, 3)
+    with pytest.raises(ValueError):
+        _fastkernels.matmul(x, np.ones((8, 3), np.float32), np.empty((4, 3), np.float32), 4, 8, 2)
+    with pytest.raises(ValueError):
+        _fastkernels.matmul(x, np.ones((2, 8, 3), np.float32), np.empty((4, 3), np.float32), 4, 8, 3)
+    product = np.empty((4, 3), np.float32)
+    _fastkernels.linear(x, np.ones((8, 3), np.float32), np.full(3, 0.5, np.float32), product, 8, 3)
+    assert (product == 8.5).all()
     _fastkernels.layer_norm(x, x, None, None, 1e-5, 8)         # in place: all equal, so 0
     assert (x == 0).all()
     assert _fastkernels.loops() in ("avx512", "avx2", "plain")

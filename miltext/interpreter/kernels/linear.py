@@ -7,6 +7,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from ..blas_threads import SMALL, sized
+from ..fast_kernels import usable
 from ..registry import kernel
 from ..weight_maps import transposed
 
@@ -43,7 +44,32 @@ def linear(a):
     wt = a.kept("weight", _transposed)
     weight = a("weight") if wt is None else None
     bias = a("bias", None)
-    return a.replayable(_linear(wt, weight, None if bias is None else wide(bias)), "x")(x)
+    bias = None if bias is None else wide(bias)
+    native = usable(a, x) if wt is not None else None
+    if native is not None and _native_takes(x, wt, bias):
+        return a.replayable(_native_linear(native, wt, bias), "x")(x)
+    return a.replayable(_linear(wt, weight, bias), "x")(x)
+
+
+def _native_takes(x, wt, bias) -> bool:
+    """Whether the C product takes x (C-contiguous float32) by a small kept weight: a product
+    of at least four rows below SMALL multiply-adds (where it beats the BLAS, whose packing
+    costs more than such a product's arithmetic), float32 throughout."""
+    k = wt.shape[0]
+    return (wt.dtype == np.float32 and x.ndim >= 1 and x.shape[-1] == k and x.size >= 4 * k
+            and x.size * wt.shape[1] < SMALL
+            and (bias is None or (bias.dtype == np.float32 and bias.shape == wt.shape[1:] and bias.flags.c_contiguous)))
+
+
+def _native_linear(native, wt, bias):
+    """x @ W.T + bias as a function of x, by the C product (`wt`: W transposed, float32)."""
+    k, n = wt.shape
+
+    def compute(x):
+        y = np.empty(x.shape[:-1] + (n,), np.float32)
+        native.linear(x, wt, bias, y, k, n)
+        return y
+    return compute
 
 
 def _linear(wt, weight, bias):
@@ -76,7 +102,34 @@ def matmul(a):
     x, y = np.asarray(a("x")), np.asarray(a("y"))
     swap_x = x.ndim > 1 and a.scalar("transpose_x", False)
     swap_y = y.ndim > 1 and a.scalar("transpose_y", False)
+    native = a.evaluator.native
+    if native is not None and _native_multiplies(x, y, swap_x, swap_y):
+        return a.replayable(_native_matmul(native, swap_x, swap_y), "x", "y")(x, y)
     return a.replayable(_matmul(swap_x, swap_y), "x", "y")(x, y)
+
+
+def _native_multiplies(x, y, swap_x: bool, swap_y: bool) -> bool:
+    """Whether the C product takes x @ y: float32 stacks of one batch shape (no broadcast),
+    below SMALL multiply-adds, no dim 0 (attention's products of each head)."""
+    if x.dtype != np.float32 or y.dtype != np.float32 or x.ndim != y.ndim or x.ndim < 2 or x.shape[:-2] != y.shape[:-2]:
+        return False
+    m, k = x.shape[-1:-3:-1] if swap_x else x.shape[-2:]
+    k2, n = y.shape[-1:-3:-1] if swap_y else y.shape[-2:]
+    return k == k2 and min(m, k, n) > 0 and x.size * n < SMALL
+
+
+def _native_matmul(native, swap_x: bool, swap_y: bool):
+    """x @ y as a function of x and y by the C product, each made C-contiguous (a swap or a
+    view of a split, as attention's are) in one copy."""
+    def compute(x, y):
+        x = np.ascontiguousarray(np.swapaxes(x, -1, -2) if swap_x else x)
+        y = np.ascontiguousarray(np.swapaxes(y, -1, -2) if swap_y else y)
+        m, k = x.shape[-2:]
+        n = y.shape[-1]
+        out = np.empty(x.shape[:-1] + (n,), np.float32)
+        native.matmul(x, y, out, m, k, n)
+        return out
+    return compute
 
 
 def _matmul(swap_x: bool, swap_y: bool):
