@@ -1,13 +1,14 @@
-"""NumPy's BLAS threads during a run (issue 30): one thread for a product too small to share,
-and for a whole run on a machine whose cores are all busy; every thread for a big product
-otherwise (the run holds one between products), and the caller's setting back afterwards."""
+"""NumPy's BLAS threads during a run (issue 30): a run holds one throughout, and lends the
+others to the pool that shares its big products (no OpenBLAS thread is woken), none on a
+machine whose cores are all busy; the caller's setting back afterwards. Outside a run, one
+thread for a product too small to share, every thread for a big one."""
 import os
 from contextlib import nullcontext
 
 import numpy as np
 
 import miltext
-from miltext.interpreter import blas_threads
+from miltext.interpreter import blas_threads, parallel
 
 
 def local_threads(setter) -> int:
@@ -33,7 +34,7 @@ def test_small_products_run_on_one_thread_large_ones_on_all():
         setter(before)
 
 
-def test_a_run_holds_one_thread_and_lends_the_rest_to_big_products_unless_busy(monkeypatch):
+def test_a_run_holds_one_thread_and_lends_the_rest_to_the_pool_unless_busy(monkeypatch):
     setter = blas_threads._local_setter()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     monkeypatch.setattr(os, "getloadavg", lambda: (cores + 0.5, 0.0, 0.0))
@@ -46,14 +47,18 @@ def test_a_run_holds_one_thread_and_lends_the_rest_to_big_products_unless_busy(m
     real = np.matmul
 
     def spy(x, y, *args, **kwargs):         # the count each product runs with
-        seen.append(local_threads(setter))
+        if x.shape[0] == 256:               # the big product's (the small one may be C's)
+            seen.append(local_threads(setter))
         return real(x, y, *args, **kwargs)
 
     program = miltext.loads("main[CoreML7](%x: (64, 64, fp32), %b: (256, 256, fp32)) {\n  block0() {\n"
                             '    %y: (64, 64, fp32) = matmul(x=%x, y=%x, name="y")\n'
                             '    %c: (256, 256, fp32) = matmul(x=%b, y=%b, name="c")\n  } -> (%y, %c)\n}\n')
     assert 256 ** 3 >= blas_threads.SMALL > 64 ** 3
-    between = []
+    between, pieces = [], []
+    split = parallel.split
+    monkeypatch.setattr(parallel, "split", lambda count, work, share: (pieces.append(share), split(count, work, share)))
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))     # two threads, on one core too
     before = setter(2)
     try:
         monkeypatch.setattr(np, "matmul", spy)
@@ -63,8 +68,10 @@ def test_a_run_holds_one_thread_and_lends_the_rest_to_big_products_unless_busy(m
                                                observer=lambda *_: between.append(local_threads(setter)))
             np.testing.assert_array_equal(out["y"], np.eye(64))
             np.testing.assert_array_equal(out["c"], np.eye(256))
-        # busy: one thread for both; else the small product on one, the big one on both
-        assert seen == [1, 1, 1, 2]
+        # busy: the big product on one thread; else shared by the pool's two threads, each
+        # running its BLAS on one
+        assert pieces == [2]
+        assert seen == [1, 1, 1]
         assert between == [1, 1, 1, 1]          # the run holds one thread between products
         assert local_threads(setter) == 2          # the caller's count, back after the run
     finally:

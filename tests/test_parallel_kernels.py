@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import miltext
-from miltext.interpreter import blas_threads, parallel
+from miltext.interpreter import blas_threads, fast_kernels, parallel
 
 RNG = np.random.default_rng(3)
 SETTER = blas_threads._local_setter()
@@ -200,3 +200,73 @@ def test_a_negative_pad_is_refused_in_plain_words():
             '    %y = conv(x=%x, weight=%w, pad_type="custom", pad=[-1, 2, 1, 1], name="y")\n  } -> (%y)\n}\n')
     with pytest.raises(miltext.interpreter.RunError, match=r"pad \[-1, 2, 1, 1\] has a negative amount"):
         miltext.run(miltext.loads(text), {"x": np.ones((1, 2, 8, 8), np.float32), "w": np.ones((2, 2, 3, 3), np.float32)})
+
+
+# A GPT-2-small block's shapes: layer_norm over 256 rows of 768, the MLP's up projection
+# (a weight of 9 MB, multiplied through its transposed view) and its gelu, the attention's two
+# batched products (12 heads, one through a transposed view) and its softmax, and a relu of
+# ResNet-18's stem output.
+BLOCK = """main[CoreML7](%x: (1, 256, 768, fp32), %g: (768, fp32), %b: (768, fp32), %w: (3072, 768, fp32),
+                           %bias: (3072, fp32), %h: (1, 256, 3072, fp32), %q: (1, 12, 128, 64, fp32),
+                           %k: (1, 12, 128, 64, fp32), %v: (1, 12, 128, 64, fp32), %s: (1, 12, 128, 128, fp32),
+                           %stem: (1, 64, 112, 112, fp32)) {
+  block0() {
+    %norm = layer_norm(x=%x, axes=[-1], gamma=%g, beta=%b, epsilon=1e-5, name="norm")
+    %up = linear(x=%x, weight=%w, bias=%bias, name="up")
+    %act = gelu(x=%h, mode="EXACT", name="act")
+    %scores = matmul(x=%q, y=%k, transpose_x=false, transpose_y=true, name="scores")
+    %weights = softmax(x=%s, axis=-1, name="weights")
+    %heads = matmul(x=%s, y=%v, transpose_x=false, transpose_y=false, name="heads")
+    %rect = relu(x=%stem, name="rect")
+  } -> (%norm, %up, %act, %scores, %weights, %heads, %rect)
+}
+"""
+BLOCK_INPUTS = {
+    "x": RNG.standard_normal((1, 256, 768), np.float32),
+    "g": RNG.standard_normal(768, np.float32), "b": RNG.standard_normal(768, np.float32),
+    "w": RNG.standard_normal((3072, 768), np.float32) * 0.03, "bias": RNG.standard_normal(3072, np.float32),
+    "h": RNG.standard_normal((1, 256, 3072), np.float32) * 2,
+    "q": RNG.standard_normal((1, 12, 128, 64), np.float32), "k": RNG.standard_normal((1, 12, 128, 64), np.float32),
+    "v": RNG.standard_normal((1, 12, 128, 64), np.float32), "s": RNG.standard_normal((1, 12, 128, 128), np.float32) * 3,
+    "stem": RNG.standard_normal((1, 64, 112, 112), np.float32),
+}
+
+
+def block_at(threads: int, monkeypatch, pieces: list) -> dict:
+    """BLOCK's outputs with the BLAS at `threads` for the calling thread and the machine idle;
+    `pieces` gets the count of every split asked for."""
+    count_splits(monkeypatch, pieces)
+    if SETTER is None:       # a BLAS other than the bundled OpenBLAS: no thread is lent
+        return miltext.Session(miltext.loads(BLOCK)).run(BLOCK_INPUTS)
+    before = SETTER(threads)
+    try:
+        return miltext.Session(miltext.loads(BLOCK)).run(BLOCK_INPUTS)
+    finally:
+        SETTER(before)
+
+
+def test_a_transformer_block_on_two_threads_gives_the_one_thread_results(monkeypatch):
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))     # two threads, on one core too
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    one, two = [], []
+    alone = block_at(1, monkeypatch, one)
+    shared = block_at(2, monkeypatch, two)
+    assert one == []                        # one thread: nothing is split
+    # every op of the block split in two (gelu, softmax and layer_norm: by their C kernels)
+    assert two == ([2] * (7 if fast_kernels.loaded() else 4) if SETTER is not None else [])
+    for name in ("norm", "act", "weights", "rect"):     # rows of the same arithmetic: the same bits
+        np.testing.assert_array_equal(shared[name], alone[name], err_msg=name)
+    for name in ("up", "scores", "heads"):              # the same products, by columns or heads
+        np.testing.assert_allclose(shared[name], alone[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    # and what was shared is the definition's
+    x, w = BLOCK_INPUTS["x"].astype(np.float64), BLOCK_INPUTS["w"].astype(np.float64)
+    np.testing.assert_allclose(shared["up"], x @ w.T + BLOCK_INPUTS["bias"], rtol=1e-4, atol=1e-4)
+    q, k, v, s = (BLOCK_INPUTS[n].astype(np.float64) for n in "qkvs")
+    np.testing.assert_allclose(shared["scores"], q @ np.swapaxes(k, -1, -2), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(shared["heads"], s @ v, rtol=1e-4, atol=1e-4)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(shared["weights"], e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(shared["rect"], np.maximum(BLOCK_INPUTS["stem"], 0))
+    mean, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
+    want = (x - mean) / np.sqrt(var + 1e-5) * BLOCK_INPUTS["g"] + BLOCK_INPUTS["b"]
+    np.testing.assert_allclose(shared["norm"], want, rtol=1e-4, atol=1e-4)

@@ -2,11 +2,12 @@
 within every product, so a second thread pays only when the product is big enough to share and
 a core is free to run it: a product too small (below SMALL multiply-adds) runs on one thread,
 and so does a whole run on a machine whose cores are all busy (its 1-minute load at or above
-their count), where the second thread would wait its turn at each product. Otherwise big
-products take every thread the BLAS was given. A run holds one thread and lends a big product
-the others (most products of a model of small ops are small: they then change nothing). Works
-where NumPy's BLAS is the OpenBLAS its wheels bundle (the count set for the calling thread
-only); elsewhere it changes nothing."""
+their count), where the second thread would wait its turn at each product. A run holds one
+BLAS thread throughout and lends the others to parallel.py's pool, which shares big products
+among its own threads (OpenBLAS's threads spin for ~100 ms after a product, taking the cores
+the pool's threads need: they are never woken in a run). Outside a run, big products take
+every thread the BLAS was given. Works where NumPy's BLAS is the OpenBLAS its wheels bundle
+(the count set for the calling thread only); elsewhere it changes nothing."""
 from __future__ import annotations
 
 import ctypes
@@ -51,8 +52,8 @@ class _Threads:
 
 
 class _Run:
-    """One run's context: one BLAS thread throughout, and in `_thread.full` the count a big
-    product may take (0 when the machine is busy or the BLAS has one thread anyway)."""
+    """One run's context: one BLAS thread throughout, and in `_thread.full` the threads lent
+    to the pool (0 when the machine is busy or the BLAS has one thread anyway)."""
     __slots__ = ("setter", "busy", "before", "outer")
 
     def __init__(self, setter, busy: bool):
@@ -69,7 +70,7 @@ class _Run:
         self.setter(self.before)
 
 
-_thread = threading.local()       # `full`: inside a run, the count a big product takes (else None)
+_thread = threading.local()       # `full`: inside a run, the threads lent to the pool (else None)
 _NULL = nullcontext()
 
 
@@ -87,24 +88,22 @@ def busy() -> bool:
 
 
 def for_run():
-    """A context for one run: one BLAS thread, lent out to big products unless the machine is busy."""
+    """A context for one run: one BLAS thread, the others lent to the pool unless the machine is busy."""
     setter = _local_setter()
     return _NULL if setter is None else _Run(setter, busy())
 
 
 def lent() -> int:
-    """The threads the calling run lends its big work: 1 outside a run, on a busy machine, or
-    when the BLAS was given one thread."""
+    """The threads the calling run lends its big work (the pool's): 1 outside a run, on a busy
+    machine, or when the BLAS was given one thread."""
     return getattr(_thread, "full", None) or 1
 
 
 def sized(macs: int):
-    """A context for a product of `macs` multiply-adds: one BLAS thread when it is small, every
-    thread the caller (or the run) has when it is big."""
-    full = getattr(_thread, "full", None)
-    if full is not None:                    # in a run, which holds one thread
-        return _NULL if macs < SMALL or not full else _Threads(_local_setter(), full)
-    if macs >= SMALL:
+    """A context for a product of `macs` multiply-adds: in a run, the one BLAS thread it holds
+    (the pool shares the big products); outside, one thread when the product is small, every
+    thread the caller has when it is big."""
+    if getattr(_thread, "full", None) is not None or macs >= SMALL:
         return _NULL
     setter = _local_setter()
     return _NULL if setter is None else _Threads(setter, 1)

@@ -74,12 +74,41 @@ def rows(fn, x, out, pieces: int, width: int | None = None):
     return out
 
 
-def product(x, w, out, pieces: int):
-    """np.matmul(x, w, out=out) for x (M, K) and w (K, N) (a transposed view is fine), the
-    output's columns shared among `pieces` threads."""
+# Multiply-adds a thread's part of a product must have: half of what blas_threads would
+# lend a product more BLAS threads at, so every product it would lend them to is shared by the
+# pool instead. The two must not meet in a run: OpenBLAS's lent thread spins for ~100 ms
+# after its product, taking the pool's core.
+PIECE = blas_threads.SMALL // 2
+
+
+def product(x, w, out, pieces: int, bias=None):
+    """np.matmul(x, w, out=out) (+ bias, of w's columns, when given) for x (M, K) and w (K, N)
+    (a transposed view is fine), the output's columns shared among `pieces` threads, each
+    adding the bias to its part while it is in cache."""
     def part(start, stop):
         np.matmul(x, w[:, start:stop], out=out[:, start:stop])
+        if bias is not None:
+            out[:, start:stop] += bias[start:stop]
     split(w.shape[1], part, pieces)
+    return out
+
+
+def matmul(x, y, out, pieces: int):
+    """np.matmul(x, y, out=out) for x and y of rank 2 or more (batch dims broadcast), shared
+    among `pieces` threads over the first batch dim of out with more than one entry (an
+    operand's own dim of 1 taken whole), else over out's columns."""
+    lead = out.ndim - 2
+    axis = next((i for i in range(lead) if out.shape[i] > 1), None)
+    if axis is None:
+        return product(x.reshape(x.shape[-2:]), y.reshape(y.shape[-2:]), out.reshape(out.shape[-2:]), pieces)
+
+    def take(v, start, stop):
+        own = axis - (out.ndim - v.ndim)        # the axis in v's dims (v may have fewer)
+        return v if own < 0 or v.shape[own] == 1 else v[(slice(None),) * own + (slice(start, stop),)]
+
+    def part(start, stop):
+        np.matmul(take(x, start, stop), take(y, start, stop), out=take(out, start, stop))
+    split(out.shape[axis], part, pieces)
     return out
 
 

@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 
-from ..fast_kernels import usable
+from .. import parallel
+from ..fast_kernels import by_rows, usable
 from ..registry import kernel
 from .elementwise import gelu_exact
 from .linear import wide
@@ -27,8 +28,25 @@ def _sigmoid(x):
 @kernel("relu")
 def relu(a):
     x = _x(a)
-    out = a.spare("x", x, x.shape, x.dtype) if x.ndim and x.dtype.kind == "f" else None
-    return np.maximum(x, 0, out=out) if out is not None else _same_dtype(np.maximum(x, 0), a)
+    if x.ndim and x.dtype.kind == "f":
+        out = a.spare("x", x, x.shape, x.dtype)
+        share = parallel.threads(x.size, _RELU_PIECE) if x.flags.c_contiguous else 1
+        if share > 1:
+            return parallel.chunks(_relu, (x,), np.empty_like(x) if out is None else out, share)
+        if out is not None:
+            return np.maximum(x, 0, out=out)
+    return _same_dtype(np.maximum(x, 0), a)
+
+
+def _relu(x, out):
+    return np.maximum(x, 0, out=out)
+
+
+# Elements each thread's part must have for the run's threads to share a kernel: relu is
+# a quick pass over memory, the C kernels take longer per element (gelu, softmax), but
+# layer_norm's pass over its rows is quick.
+_RELU_PIECE = 1 << 17
+_PIECE = 1 << 15
 
 
 
@@ -116,9 +134,7 @@ def gelu(a):
         tanh = mode != "EXACT"
 
         def compute(x):
-            y = np.empty_like(x)
-            native.gelu(x, y, tanh)
-            return y
+            return by_rows(lambda part, out: native.gelu(part, out, tanh), x, np.empty_like(x), _PIECE)
         return a.replayable(compute, "x")(x)
     if mode == "TANH_APPROXIMATION":
         y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -131,9 +147,7 @@ def gelu(a):
 
 def _native_softmax(native, n: int):
     def compute(x):
-        y = np.empty_like(x)
-        native.softmax(x, y, n)
-        return y
+        return by_rows(lambda part, out: native.softmax(part, out, n), x, np.empty_like(x), _PIECE)
     return compute
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import parallel
-from ..blas_threads import SMALL, sized
+from ..blas_threads import sized
 from ..errors import RunError
 from ..registry import kernel
 from .linear import wide
@@ -65,10 +65,6 @@ def windows(x, kernel_shape, strides, dilations):
 
 _WINDOW_BUDGET = 1 << 25   # bytes of windows copied at once (the im2col matrices of bands of rows)
 _ROWS_EACH = 8             # output rows each thread takes at least, else the threads share channels
-# A thread's part from half the multiply-adds blas_threads lends a product more threads at:
-# every product it would lend them to is shared by the pool instead. The two must not meet in
-# a run: OpenBLAS's lent thread spins for ~100 ms after its product, taking the pool's core.
-_PIECE = SMALL // 2
 
 
 def correlate(padded, weight, strides, dilations, groups: int, bias=None):
@@ -99,7 +95,7 @@ def correlate(padded, weight, strides, dilations, groups: int, bias=None):
     # (C, *out, *k) -> (C, *k, *out): each window's elements beside their channel
     order = (0,) + tuple(range(1 + n_spatial, 1 + 2 * n_spatial)) + tuple(range(1, 1 + n_spatial))
     macs = n * o_total * cg * k * math.prod(out)
-    share = parallel.threads(macs, _PIECE)
+    share = parallel.threads(macs, parallel.PIECE)
     row_bytes = c * k * rest * win.itemsize                     # one output row's windows
     band = max(1, _WINDOW_BUDGET // share // max(row_bytes, 1))     # each thread one band at a time
     if share > 1 and n < share:

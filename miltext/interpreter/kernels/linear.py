@@ -6,6 +6,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from .. import parallel
 from ..blas_threads import SMALL, sized
 from ..fast_kernels import usable
 from ..registry import kernel
@@ -79,6 +80,15 @@ def _linear(wt, weight, bias):
         xw = wide(x)
         w = wt if wt is not None else wide(weight).T
         macs = xw.size * (w.shape[-1] if w.ndim == 2 else 1)
+        share = 1 if macs < SMALL else parallel.threads(macs, parallel.PIECE)
+        if share > 1 and xw.ndim >= 2 and xw.flags.c_contiguous and w.ndim == 2 and xw.shape[-1] == len(w):
+            # the weight's columns shared among the run's threads, each adding its bias
+            y = np.empty(xw.shape[:-1] + w.shape[-1:], np.result_type(xw, w))
+            flat_bias = bias if bias is not None and bias.shape == w.shape[-1:] and bias.dtype == y.dtype else None
+            parallel.product(xw.reshape(-1, xw.shape[-1]), w, y.reshape(-1, y.shape[-1]), share, flat_bias)
+            if bias is not None and flat_bias is None:
+                y = y + bias
+            return y.astype(x.dtype, copy=False)
         with _NULL if macs < SMALL else sized(macs):
             if xw.ndim > 2 and xw.flags.c_contiguous and w.ndim == 2:
                 # one matrix product, not one per leading index; np.dot's 2-D call into the BLAS
@@ -142,6 +152,12 @@ def _matmul(swap_x: bool, swap_y: bool):
         if swap_y:
             y = np.swapaxes(y, -1, -2)
         macs = max(x.size * (y.shape[-1] if y.ndim > 1 else 1), y.size * (x.shape[-2] if x.ndim > 1 else 1))
+        share = (1 if macs < SMALL or x.ndim < 2 or y.ndim < 2 or x.shape[-1] != y.shape[-2]
+                 else parallel.threads(macs, parallel.PIECE))
+        if share > 1:       # the batch (or the output's columns) shared among the run's threads
+            out = np.empty(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]) + (x.shape[-2], y.shape[-1]),
+                           np.result_type(x, y))
+            return parallel.matmul(x, y, out, share).astype(out_dtype, copy=False)
         with _NULL if macs < SMALL else sized(macs):
             return np.matmul(x, y).astype(out_dtype, copy=False)
     return compute

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import RunError
-from ..fast_kernels import usable
+from ..fast_kernels import by_rows, usable
 from ..registry import kernel
 from .linear import wide
 
@@ -94,10 +94,14 @@ def _native_layer_norm(native, a, x, count: int):
     epsilon = float(a.scalar("epsilon", 1e-5))
 
     def compute(x):
-        y = np.empty_like(x)
-        native.layer_norm(x, y, gamma, beta, epsilon, count)
-        return y
+        return by_rows(lambda part, out: native.layer_norm(part, out, gamma, beta, epsilon, count),
+                       x, np.empty_like(x), _PIECE, count)
     return a.replayable(compute, "x")(x)
+
+
+# Elements each thread's part must have for the run's threads to share a layer_norm: a pass
+# over its rows is quick, so a smaller one loses more to the hand-off than it gains
+_PIECE = 1 << 16
 
 
 @kernel("l2_norm")
