@@ -303,9 +303,9 @@ def test_the_c_functions_refuse_what_they_cannot_take():
     with pytest.raises(ValueError):
         _fastkernels.linear(x, np.ones((8, 3), np.float32), None, np.empty((4, 3), np.float32), 0, 3)
     with pytest.raises(ValueError):
-        _fastkernels.matmul(x, np.ones((8, 3), np.float32), np.empty((4, 3), np.float32), 4, 8, 2)
+        _fastkernels.matmul(x, np.ones((8, 3), np.float32), np.empty((4, 3), np.float32), 4, 8, 2, False)
     with pytest.raises(ValueError):
-        _fastkernels.matmul(x, np.ones((2, 8, 3), np.float32), np.empty((4, 3), np.float32), 4, 8, 3)
+        _fastkernels.matmul(x, np.ones((2, 8, 3), np.float32), np.empty((4, 3), np.float32), 4, 8, 3, True)
     product = np.empty((4, 3), np.float32)
     _fastkernels.linear(x, np.ones((8, 3), np.float32), np.full(3, 0.5, np.float32), product, 8, 3)
     assert (product == 8.5).all()

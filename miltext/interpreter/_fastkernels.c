@@ -197,41 +197,71 @@ layer_norm_loop(const float *xs, float *ys, Py_ssize_t count, Py_ssize_t n, cons
     }
 }
 
-/* ys (m rows of n) = xs (m rows of k) times ws (k rows of n) plus bs (n values, or NULL): a
- * linear layer's product with its weight kept transposed. Blocks of LINEAR_ROWS rows by
- * LINEAR_COLS columns are summed in fixed-size arrays the compiler keeps in vector registers,
- * each weight row loaded once per block; the rows and columns left over take one row at a
- * time. For the small products of a decoder this is two to three times the BLAS's speed,
- * whose packing of both operands costs more than their arithmetic. */
+#if defined(__GNUC__) || defined(__clang__)
+/* Columns j0 .. j0 + 16 V of ys (m rows of n) = xs (m rows of k) times ws (k rows of n) plus bs
+ * (or NULL), in blocks of LINEAR_ROWS rows summed in vectors of 16 floats held in registers
+ * (written as vectors: GCC leaves a 16-wide block of scalars unvectorized), each weight row
+ * loaded once per block; the rows left over one at a time. */
+typedef float f32x16 __attribute__((vector_size(64)));
+/* load16 is always inlined into code for one target: the note that its vector return would
+ * pass differently between targets does not apply */
+#pragma GCC diagnostic ignored "-Wpsabi"
+INLINE f32x16
+load16(const float *p)
+{
+    f32x16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
 #define LINEAR_ROWS 4
-#define LINEAR_COLS 32
+#define LINEAR_BLOCK(V) \
+    Py_ssize_t i0 = 0; \
+    for (; i0 + LINEAR_ROWS <= m; i0 += LINEAR_ROWS) { \
+        f32x16 acc[LINEAR_ROWS][V]; \
+        for (int c = 0; c < V; c++) { \
+            f32x16 start = bs != NULL ? load16(bs + j0 + 16 * c) : (f32x16){0}; \
+            for (int r = 0; r < LINEAR_ROWS; r++) \
+                acc[r][c] = start; \
+        } \
+        const float *xr = xs + i0 * k; \
+        for (Py_ssize_t p = 0; p < k; p++) { \
+            f32x16 w[V]; \
+            for (int c = 0; c < V; c++) \
+                w[c] = load16(ws + p * n + j0 + 16 * c); \
+            for (int r = 0; r < LINEAR_ROWS; r++) { \
+                float a = xr[r * k + p]; \
+                for (int c = 0; c < V; c++) \
+                    acc[r][c] += a * w[c]; \
+            } \
+        } \
+        for (int r = 0; r < LINEAR_ROWS; r++) \
+            for (int c = 0; c < V; c++) \
+                memcpy(ys + (i0 + r) * n + j0 + 16 * c, &acc[r][c], sizeof acc[r][c]); \
+    } \
+    for (; i0 < m; i0++) \
+        linear_row(xs + i0 * k, ws + j0, bs != NULL ? bs + j0 : NULL, ys + i0 * n + j0, k, n, 16 * V);
+#else
+#define LINEAR_BLOCK(V) \
+    for (Py_ssize_t i0 = 0; i0 < m; i0++) \
+        linear_row(xs + i0 * k, ws + j0, bs != NULL ? bs + j0 : NULL, ys + i0 * n + j0, k, n, 16 * V);
+#endif
+
+/* ys (m rows of n) = xs (m rows of k) times ws (k rows of n) plus bs (n values, or NULL): a
+ * linear layer's product with its weight kept transposed, by blocks of 32 columns, then 16
+ * (an attention head's width), then one row at a time. For the small products of a decoder
+ * this is up to twice the BLAS's speed, whose packing of both operands costs more than
+ * their arithmetic. */
 INLINE void
 linear_loop(const float *restrict xs, const float *restrict ws, const float *restrict bs, float *restrict ys,
             Py_ssize_t m, Py_ssize_t k, Py_ssize_t n)
 {
     Py_ssize_t j0 = 0;
-    for (; j0 + LINEAR_COLS <= n; j0 += LINEAR_COLS) {
-        Py_ssize_t i0 = 0;
-        for (; i0 + LINEAR_ROWS <= m; i0 += LINEAR_ROWS) {
-            float acc[LINEAR_ROWS][LINEAR_COLS];
-            for (int r = 0; r < LINEAR_ROWS; r++)
-                for (int c = 0; c < LINEAR_COLS; c++)
-                    acc[r][c] = bs != NULL ? bs[j0 + c] : 0.0f;
-            const float *xr = xs + i0 * k;
-            for (Py_ssize_t p = 0; p < k; p++) {
-                const float *wp = ws + p * n + j0;
-                for (int r = 0; r < LINEAR_ROWS; r++) {
-                    float a = xr[r * k + p];
-                    for (int c = 0; c < LINEAR_COLS; c++)
-                        acc[r][c] += a * wp[c];
-                }
-            }
-            for (int r = 0; r < LINEAR_ROWS; r++)
-                for (int c = 0; c < LINEAR_COLS; c++)
-                    ys[(i0 + r) * n + j0 + c] = acc[r][c];
-        }
-        for (; i0 < m; i0++)
-            linear_row(xs + i0 * k, ws + j0, bs != NULL ? bs + j0 : NULL, ys + i0 * n + j0, k, n, LINEAR_COLS);
+    for (; j0 + 32 <= n; j0 += 32) {
+        LINEAR_BLOCK(2)
+    }
+    if (j0 + 16 <= n) {
+        LINEAR_BLOCK(1)
+        j0 += 16;
     }
     if (j0 < n)
         for (Py_ssize_t i = 0; i < m; i++)
@@ -239,13 +269,22 @@ linear_loop(const float *restrict xs, const float *restrict ws, const float *res
 }
 
 /* ys (count matrices of m rows of n) = xs (of m rows of k) times ws (of k rows of n), matrix by
- * matrix: attention's products of each head. */
+ * matrix: attention's products of each head. With `scratch` (k * n values), ws holds each
+ * matrix transposed (n rows of k, as attention's keys are), laid out right in scratch first. */
 INLINE void
 matmul_loop(const float *xs, const float *ws, float *ys, Py_ssize_t count, Py_ssize_t m, Py_ssize_t k,
-            Py_ssize_t n)
+            Py_ssize_t n, float *scratch)
 {
-    for (Py_ssize_t b = 0; b < count; b++)
-        linear_loop(xs + b * m * k, ws + b * k * n, NULL, ys + b * m * n, m, k, n);
+    for (Py_ssize_t b = 0; b < count; b++) {
+        const float *w = ws + b * k * n;
+        if (scratch != NULL) {
+            for (Py_ssize_t j = 0; j < n; j++)
+                for (Py_ssize_t p = 0; p < k; p++)
+                    scratch[p * n + j] = w[j * k + p];
+            w = scratch;
+        }
+        linear_loop(xs + b * m * k, w, NULL, ys + b * m * n, m, k, n);
+    }
 }
 
 /* Each loop compiled for the baseline and, where possible, for AVX2 and AVX-512. */
@@ -261,7 +300,7 @@ matmul_loop(const float *xs, const float *ws, float *ys, Py_ssize_t count, Py_ss
     VARIANT(linear##suffix, attributes, (const float *xs, const float *ws, const float *bs, float *ys, \
             Py_ssize_t m, Py_ssize_t k, Py_ssize_t n), (xs, ws, bs, ys, m, k, n)) \
     VARIANT(matmul##suffix, attributes, (const float *xs, const float *ws, float *ys, Py_ssize_t count, \
-            Py_ssize_t m, Py_ssize_t k, Py_ssize_t n), (xs, ws, ys, count, m, k, n))
+            Py_ssize_t m, Py_ssize_t k, Py_ssize_t n, float *scratch), (xs, ws, ys, count, m, k, n, scratch))
 
 #define gelu_plain_loop gelu_loop
 #define softmax_plain_loop softmax_loop
@@ -291,7 +330,7 @@ static void (*layer_norm_run)(const float *, float *, Py_ssize_t, Py_ssize_t, co
 static void (*linear_run)(const float *, const float *, const float *, float *, Py_ssize_t, Py_ssize_t,
                           Py_ssize_t) = linear_plain;
 static void (*matmul_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
-                          Py_ssize_t) = matmul_plain;
+                          Py_ssize_t, float *) = matmul_plain;
 
 /* ---- the Python functions ---- */
 
@@ -453,8 +492,9 @@ matmul(PyObject *self, PyObject *args)
 {
     PyObject *xo, *wo, *oo;
     Py_ssize_t m, k, n;
+    int swap_y;
     Py_buffer x, w, out;
-    if (!PyArg_ParseTuple(args, "OOOnnn", &xo, &wo, &oo, &m, &k, &n))
+    if (!PyArg_ParseTuple(args, "OOOnnnp", &xo, &wo, &oo, &m, &k, &n, &swap_y))
         return NULL;
     if (m <= 0 || k <= 0 || n <= 0) {
         PyErr_SetString(PyExc_ValueError, "m, k and n must be positive");
@@ -471,9 +511,15 @@ matmul(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "x, y and out must be as many matrices of m by k, k by n and m by n");
         goto fail;
     }
+    float *scratch = NULL;       /* one matrix of y laid out as k rows of n (its size is checked) */
+    if (swap_y && (scratch = PyMem_RawMalloc((size_t)(k * n) * sizeof(float))) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     Py_BEGIN_ALLOW_THREADS
-    matmul_run((const float *)x.buf, (const float *)w.buf, (float *)out.buf, count, m, k, n);
+    matmul_run((const float *)x.buf, (const float *)w.buf, (float *)out.buf, count, m, k, n, scratch);
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(scratch);
     PyBuffer_Release(&out);
     PyBuffer_Release(&x);
     PyBuffer_Release(&w);
@@ -505,7 +551,8 @@ static PyMethodDef methods[] = {
     {"linear", linear, METH_VARARGS,
      "linear(x, weight, bias, out, k, n): rows of k values times weight (k rows of n) plus bias into out."},
     {"matmul", matmul, METH_VARARGS,
-     "matmul(x, y, out, m, k, n): each m by k matrix of x times its k by n matrix of y into out."},
+     "matmul(x, y, out, m, k, n, swap_y): each m by k matrix of x times its k by n matrix of y (given as n by k "
+     "when swap_y) into out."},
     {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
     {NULL, NULL, 0, NULL},
 };

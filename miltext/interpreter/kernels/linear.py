@@ -129,15 +129,16 @@ def _native_multiplies(x, y, swap_x: bool, swap_y: bool) -> bool:
 
 
 def _native_matmul(native, swap_x: bool, swap_y: bool):
-    """x @ y as a function of x and y by the C product, each made C-contiguous (a swap or a
-    view of a split, as attention's are) in one copy."""
+    """x @ y as a function of x and y by the C product, each made C-contiguous (a view of a
+    split, as attention's are) in one copy; y's swap is the C code's (NumPy's copy of a
+    swapped view costs more than the product)."""
     def compute(x, y):
         x = np.ascontiguousarray(np.swapaxes(x, -1, -2) if swap_x else x)
-        y = np.ascontiguousarray(np.swapaxes(y, -1, -2) if swap_y else y)
+        y = np.ascontiguousarray(y)
         m, k = x.shape[-2:]
-        n = y.shape[-1]
+        n = y.shape[-2] if swap_y else y.shape[-1]
         out = np.empty(x.shape[:-1] + (n,), np.float32)
-        native.matmul(x, y, out, m, k, n)
+        native.matmul(x, y, out, m, k, n, swap_y)
         return out
     return compute
 
