@@ -11,8 +11,8 @@ import pytest
 
 import miltext
 from miltext.ir import Block, Operation, Value, Var
-from miltext.ir.compact import CompactOperation, compact
-from miltext.lsp.document import EDITING
+from miltext.ir.compact import _ATTRIBUTES, CompactOperation, compact
+from miltext.lsp.document import EDITING, editing_whole
 from miltext.model.text import parse_model
 from miltext.text import blob_layout
 from miltext.text.dialects import parse
@@ -47,13 +47,15 @@ def test_a_compact_reading_is_the_same_program(path):
             text = miltext.dumps(program, dialect)
         except ValueError:   # what model.mil cannot write
             continue
-        plain, compacted = reader(text), reader(text, options=EDITING)
-        assert blob_layout.fill_in(compacted) is None
-        assert compacted == plain and plain == compacted
-        assert compacted.to_bytes() == plain.to_bytes()
-        assert miltext.dumps(compacted, dialect) == miltext.dumps(plain, dialect) == text
-        for op in _ops(compacted):   # each op is compact but those that cannot be
-            assert (type(op) is CompactOperation) == _plain(op), op
+        plain = reader(text)
+        # read one op at a time, and as a whole text, whose ops share their small values
+        for compacted in (reader(text, options=EDITING), reader(text, options=editing_whole())):
+            assert blob_layout.fill_in(compacted) is None
+            assert compacted == plain and plain == compacted
+            assert compacted.to_bytes() == plain.to_bytes()
+            assert miltext.dumps(compacted, dialect) == miltext.dumps(plain, dialect) == text
+            for op in _ops(compacted):   # each op is compact but those that cannot be
+                assert (type(op) is CompactOperation) == _plain(op), op
 
 
 @pytest.mark.parametrize("path", corpus_files("modelmil", ".mil"), ids=case_id)
@@ -93,6 +95,58 @@ def test_what_is_compact_and_what_stays_ordinary():
     assert const.attributes["val"] is const.attributes["val"]
     assert mul.outputs[0] is mul.outputs[0]
     assert program == parse(TEXT)
+
+
+def test_a_const_named_after_its_output_keeps_its_value_only():
+    """As exporters write every const: its name is its output's, so the op keeps its value and
+    reads the name from the output (no tuple of attributes for each const)."""
+    program = parse(TEXT, options=EDITING)
+    const = program.functions["main"].block.operations[0]
+    assert _ATTRIBUTES.__get__(const) is const.attributes["val"]
+    assert const.name == "w" and list(const.attributes) == ["val", "name"]
+    assert const.attributes["name"] == Value.tensor("w")
+    assert program == parse(TEXT) and miltext.dumps(program) == miltext.dumps(parse(TEXT))
+    # named otherwise, or with more attributes: its attributes as they are
+    other = parse(TEXT.replace('name="w"', 'name="weights"'), options=EDITING).functions["main"].block.operations[0]
+    assert type(other) is CompactOperation and type(_ATTRIBUTES.__get__(other)) is tuple
+    assert other.name == "weights" and other.outputs[0].name == "w"
+
+
+SMALL_VALUES = '''main[CoreML7](%x: (1, 4, fp32)) {
+  block0() {
+    %a: (1, int32) = const(val=[-1], name="a")
+    %b: (1, int32) = const(val=[-1], name="b")
+    %c: (1, fp32) = const(val=[-1.0], name="c")
+    %e: (fp32) = const(val=1e-05, name="e")
+    %f: (fp32) = const(val=1e-05, name="f")
+    %s: (1, fp32) = reduce_sum(x=%x, axes=[-1], keep_dims=true, name="s")
+    %m: (fp32) = const(val=MODE, name="m")
+    %n: (string) = const(val="TANH", name="n")
+    %o: (string) = const(val="TANH", name="o")
+  } -> (%s)
+}
+'''
+
+
+def test_the_ops_of_a_whole_text_share_their_small_values():
+    """A model repeats its axes, shapes, epsilons and modes in every layer: the ops of one
+    reading share one Value for each (read-only: a change would reach every op holding it)."""
+    text = SMALL_VALUES.replace("val=MODE", "val=[" + ", ".join(["0.5"] * 100) + "]").replace("%m: (fp32)", "%m: (100, fp32)")
+    program = parse(text, options=editing_whole())
+    ops = {op.outputs[0].name: op for op in program.functions["main"].block.operations}
+    val = {name: op.attributes["val"] for name, op in ops.items() if op.type == "const"}
+    assert val["a"] is val["b"] and val["e"] is val["f"] and val["n"] is val["o"]
+    assert ops["s"].inputs["axes"][0] is val["a"]   # a literal input too
+    assert val["c"] is not val["a"] and val["c"].type.dtype == "fp32"   # equal bytes, another type
+    again = parse(text, options=editing_whole()).functions["main"].block.operations[0]
+    assert again.attributes["val"] is not val["a"]    # shared within one reading only
+    with pytest.raises(ValueError):
+        val["a"].data.values[0] = 2
+    m = parse(text, options=editing_whole()).functions["main"].block.operations[6]
+    assert m.attributes["val"].data.values.flags.writeable   # a large value is the op's own
+    assert program == parse(text) and miltext.dumps(program) == miltext.dumps(parse(text))
+    single = parse(text, options=EDITING).functions["main"].block.operations
+    assert single[0].attributes["val"] is not single[1].attributes["val"]   # EDITING: none shared
 
 
 def test_a_compact_op_written_to_becomes_ordinary():

@@ -13,7 +13,7 @@ from bisect import bisect_right
 
 from ..errors import ParseError
 from ..ir import Blob, WeightRef
-from ..ir.compact import compact
+from ..ir.compact import Compacting, compact
 from ..model import Model
 from ..model.section import SectionError, spec_from_section
 from ..text import blob_layout, dialects
@@ -23,22 +23,30 @@ from .pieces import Layout, Piece
 # How the server reads: its ops compact (it holds every open text), the offsets of blobs written
 # without one left for _fill_in_blobs to work out over the whole program.
 EDITING = dialects.ReadOptions(op_factory=compact, resolve_blob_offsets=False)
+
+
+def editing_whole() -> dialects.ReadOptions:
+    """EDITING for a whole text read at once: its ops share their small tensor values (see
+    ir.compact.Compacting; an op parsed again on its own does not need to)."""
+    return dialects.ReadOptions(op_factory=Compacting(), resolve_blob_offsets=False)
+
 # More new ops than this: parse the text as a whole first (opening a file, pasting much).
 WHOLE_AFTER = 200
 
 
 class OpPiece(Piece):
-    """One op's lines (a piece of the layout) and what parsing them gave: the line it was
-    parsed at, its ops (one, with the blocks it owns) or its errors ((line, column, message),
-    1-based). Its text is not kept: it is the reading's lines of the piece. One object per op
-    of the text, so it is kept small: a single op is kept as itself, not in a tuple. `refs` are
-    its weight references (npy(...), safetensors(...)), whose places move with it too.
-    `outline` is what its op's outline symbol needs that is slow to find (see outline.Outlines)."""
-    __slots__ = ("line", "_ops", "errors", "refs", "outline")
+    """One op's lines (a piece of the layout) and what parsing them gave: its ops (one, with
+    the blocks it owns) or its errors ((line, column, message), 1-based), placed where the
+    piece starts once a reading is made (see _settle). Its text is not kept: it is the
+    reading's lines of the piece. One object per op of the text, so it is kept small: a single
+    op is kept as itself, not in a tuple. `refs` are its weight references (npy(...),
+    safetensors(...)), whose places move with it too. `outline` is what its op's outline
+    symbol needs that is slow to find (see outline.Outlines)."""
+    __slots__ = ("_ops", "errors", "refs", "outline")
 
     def __init__(self, start: int, end: int, unclosed: tuple | None = None):
         super().__init__(start, end, unclosed)
-        self.line, self._ops, self.errors, self.refs, self.outline = start, (), (), (), None
+        self._ops, self.errors, self.refs, self.outline = (), (), (), None
 
     @property
     def ops(self) -> tuple:
@@ -51,9 +59,8 @@ class OpPiece(Piece):
         self._ops = ops[0] if len(ops) == 1 else ops
 
     def took(self, other: "OpPiece") -> None:
-        """Take what parsing another piece of the same text gave."""
-        self.line, self._ops, self.errors, self.refs = other.line, other._ops, other.errors, other.refs
-        self.outline = other.outline
+        """Take what parsing another piece of the same text gave (placed where `other` starts)."""
+        self._ops, self.errors, self.refs, self.outline = other._ops, other.errors, other.refs, other.outline
 
 
 class OpLayout(Layout):
@@ -132,11 +139,12 @@ class Reading:
             window = self.layout.pieces[i:i + n]
             self.replaced = before[i:k]
             made = self._made(window, before[i:k], previous_lines)
-            if self.changed[2] != self.changed[1]:   # lines were added or taken out
+            moved = self.changed[2] - self.changed[1]
+            if moved:   # lines were added or taken out: the layout moved the pieces after
                 for p in before[k:]:
-                    _settle(p)
+                    _settle(p, moved)
             self.added = made
-            return before[:i] + made + before[k:]
+            return self.layout.pieces   # before[:i] + made + before[k:], in one list for both
         self.replaced, self.added = before, None
         return self._made(self.layout.pieces, before, previous_lines)
 
@@ -147,7 +155,7 @@ class Reading:
         cached: dict[str, list[OpPiece]] = {}
         for p in before:   # the previous pieces that are not in the layout any more, by text
             if id(p) not in still:
-                cached.setdefault(before_lines.span(p.line, p.line + p.end - p.start), []).append(p)
+                cached.setdefault(before_lines.span(p.start, p.end), []).append(p)
         was = {id(p) for p in before}
         fresh = [piece for piece in pieces if id(piece) not in was]
         # the text of each new piece, to find it among the previous ones (when there are any:
@@ -157,14 +165,14 @@ class Reading:
         whole = self._whole_ops() if new > WHOLE_AFTER else None
         refs = whole is not None and _may_refer(self.text)
         for piece in pieces:
-            if id(piece) in was:   # kept: its ops are where they were, its place may have moved
-                _settle(piece)
+            if id(piece) in was:   # kept: its ops are where they were (_ops moves them with it)
                 continue
             text = texts.get(id(piece))
             found = cached.get(text) if text is not None else None
             if found:
-                piece.took(found.pop())
-                _settle(piece)
+                other = found.pop()   # not moved by the layout: where its ops are
+                piece.took(other)
+                _settle(piece, piece.start - other.start)
             elif whole is not None:
                 piece.ops = whole.get(piece.start, ())
                 if refs:
@@ -179,7 +187,7 @@ class Reading:
         (one parse is quicker than one per op)."""
         from ..model.text import parse_model
         try:
-            model = parse_model(self.text, options=EDITING)
+            model = parse_model(self.text, options=editing_whole())
         except (ParseError, SectionError):
             return None
         self.reparsed = len(self.layout.pieces)
@@ -206,7 +214,7 @@ class Reading:
             line, column, bracket = piece.unclosed
             piece.errors = [(line + 1, column + 1, f"this {bracket!r} is never closed")]
             return
-        first = piece.line = 0   # the line (0-based) the op text starts on
+        first = 0   # the line (0-based) the op text starts on
         try:
             piece.ops = dialects.parse_fragment(text, "ops", dialect=self.dialect, options=EDITING)
             if _may_refer(text):
@@ -215,7 +223,7 @@ class Reading:
             last = first + piece.end - piece.start   # 1-based, the op's last line
             piece.errors = [(min(line, last), column if line <= last else len(text.split("\n")[-1]) + 1, message)
                             for line, column, message in (e.errors or [(e.line, e.column, e.message)])]
-        _settle(piece)
+        _settle(piece, piece.start - first)
 
     def _read_frame(self, previous: "Reading | None") -> bool:
         """Parse the frame (the text with its op lines blank); whether it parses."""
@@ -301,7 +309,7 @@ class Reading:
         should it parse after all)."""
         from ..model.text import parse_model
         try:
-            self.model = parse_model(self.text, options=EDITING)
+            self.model = parse_model(self.text, options=editing_whole())
             self.program = self.model.program
         except ParseError as e:
             self.errors = list(e.errors or [(e.line, e.column, e.message)])
@@ -357,12 +365,10 @@ def _refs_of(p: OpPiece) -> tuple:
     return tuple(v.data for op in p.ops for v, _ in blob_layout.op_values(op) if isinstance(v.data, WeightRef))
 
 
-def _settle(p: OpPiece) -> None:
-    """Move an op piece's places to where the piece now stands (from `line` to `start`)."""
-    lines = p.start - p.line
+def _settle(p: OpPiece, lines: int) -> None:
+    """Move an op piece's places by `lines`, to where the piece now stands."""
     if not lines:
         return
-    p.line = p.start   # the same int: one per piece, not two
     if p.errors:
         p.errors = [(line + lines, column, message) for line, column, message in p.errors]
     moved: dict = {}   # an op and its output share one place: the moved one is shared too

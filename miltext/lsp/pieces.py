@@ -98,13 +98,14 @@ class Layout:
             return type(self)(lines, self.dialect, self.memo)
         if piece is not None and brackets:
             piece.unclosed = brackets[0]
-        for p in pieces[k:]:
-            p.start += delta
-            if p.unclosed is not None:
-                p.unclosed = (p.unclosed[0] + delta, *p.unclosed[1:])
+        if delta:   # else each start stays the int it is (n + 0 is a new one: twice the ints)
+            for p in pieces[k:]:
+                p.start += delta
+                if p.unclosed is not None:
+                    p.unclosed = (p.unclosed[0] + delta, *p.unclosed[1:])
         out.kept = (i, len(out.pieces) - i, k)
         out.pieces += pieces[k:]
-        out.frame += [n + delta for n in self.frame[hi:]]
+        out.frame += [n + delta for n in self.frame[hi:]] if delta else self.frame[hi:]
         moved = lambda n: n + delta if n >= stop_old else n  # noqa: E731
         out.spans = [(moved(a), moved(b), c) for a, b, c in self.spans]
         out.unclosed_braces = [(moved(a), b, c) for a, b, c in self.unclosed_braces]
