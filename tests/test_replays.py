@@ -1,7 +1,9 @@
 """Replays (issue 30): after its first run a small op is computed straight from its inputs,
 to the bit what its kernel gives; an input of another shape, layout or dtype, a parameter
 that is a var, or a run with little memory sends it back to its kernel; an error in a
-replayed op is said at its place as the kernel's would be."""
+replayed op is said at its place as the kernel's would be. A block whose every op replayed
+replays unchecked (a chain) while its inputs keep their layout, and stops at once when one
+changes."""
 import os
 
 import numpy as np
@@ -19,6 +21,12 @@ def replayed(session) -> list:
     return [step.op.type for _, steps in session._evaluator._plans.values() for step in steps if step.replay]
 
 
+def chained(session) -> bool:
+    """Whether the next run of the main block replays unchecked (its inputs as last run's)."""
+    chains = list(session._evaluator._chains.values())      # none before the first run
+    return bool(chains) and chains[0].layout is not None
+
+
 @pytest.mark.parametrize("name, kinds", [("transformer_fp32", {"linear", "matmul", "softmax", "layer_norm"}),
                                          ("transformer_fp16", {"linear", "matmul"}), ("mlp_fp16", {"linear"})])
 def test_a_converted_models_small_ops_are_replayed_to_the_bit(name, kinds):
@@ -29,7 +37,7 @@ def test_a_converted_models_small_ops_are_replayed_to_the_bit(name, kinds):
     session = Session(model.program, weights=model.folder)
     session.run(inputs)
     assert kinds <= set(replayed(session))
-    for _ in range(2):
+    for _ in range(3):
         again = session.run(inputs)
         for key, want in fresh.items():
             np.testing.assert_array_equal(again[key], want)
@@ -68,6 +76,21 @@ def test_inputs_of_another_layout_or_dtype_run_the_kernels():
     assert {"layer_norm", "softmax", "mul"} <= set(replayed(session))
 
 
+def test_a_chain_stops_when_an_input_changes_its_layout():
+    session = Session(miltext.loads(NORM))
+    rng = np.random.default_rng(2)
+    g = rng.normal(size=8).astype(np.float32)
+    contiguous = [rng.normal(size=(4, 8)).astype(np.float32) for _ in range(4)]
+    states = []
+    for x in contiguous[:3] + [np.asfortranarray(contiguous[3]), contiguous[0], contiguous[1], contiguous[2]]:
+        states.append(chained(session))
+        got = session.run({"x": x, "g": g})["y"]
+        np.testing.assert_allclose(got, _layer_norm_softmax(x, g), rtol=1e-5, atol=1e-6)
+    # run 1 makes the replays, run 2 replays every op checked, run 3 unchecked; the Fortran-
+    # ordered input is checked (layer_norm's C kernel takes no other layout) and runs a kernel
+    assert states == [False, False, True, True, False, False, True]
+
+
 def test_a_function_of_flexible_shape_runs_each_shape():
     text = NORM.replace("(4, 8, fp32)", "(is0, 8, fp32)", 1)
     session = Session(miltext.loads(text))
@@ -103,8 +126,9 @@ def test_an_error_in_a_replayed_op_is_said_at_its_place():
 """
     session = Session(miltext.loads(text, "model.mil"))
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
-    np.testing.assert_array_equal(session.run({"x": x, "i": np.array([3, -4], np.int32)})["y"], x[[3, 0]])
-    assert replayed(session) == ["gather"]
+    for _ in range(2):
+        np.testing.assert_array_equal(session.run({"x": x, "i": np.array([3, -4], np.int32)})["y"], x[[3, 0]])
+    assert replayed(session) == ["gather"] and chained(session)
     bad = {"x": x, "i": np.array([1, 4], np.int32)}
     with pytest.raises(RunError) as replay:
         session.run(bad)

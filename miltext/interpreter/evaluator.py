@@ -59,6 +59,7 @@ class Evaluator:
         self._weights = None
         self._maps: dict = {}                # weight file -> its memory map (kept: arrays view it)
         self._plans: dict = {}               # id(block) -> (block, its steps)
+        self._chains: dict = {}              # id(block) -> its replays.Chain
         self.native = None                   # the C kernels, when built and allowed (set per run)
         _complete_types(program)
 
@@ -111,24 +112,54 @@ class Evaluator:
     def block(self, block, env: dict, opset: str) -> list:
         steps = self._plans.get(id(block))
         steps = self._prepare(block) if steps is None else steps[1]
-        limits, observer = self.limits, self.observer
-        replaying = limits.max_memory >= replays.SMALL_OUTPUT    # then no replayed op needs a memory check
+        chain = self._chains[id(block)]
+        if self.limits.max_memory < replays.SMALL_OUTPUT:     # else no replayed op needs a memory check
+            chain.layout = None
+            self._steps(steps, env, opset, False)
+        elif chain.holds(env):
+            self._replay_all(steps, env)
+        else:
+            start = chain.now(env) if all(step.replay is not None for step in steps) else None
+            chain.layout = start if self._steps(steps, env, opset, True) and start is not None else None
+        missing = [n for n in block.outputs if n not in env]
+        if missing:
+            raise RunError(f"the block's output %{missing[0]} is not defined", block.loc)
+        return [env[n] for n in block.outputs]
+
+    def _steps(self, steps: list, env: dict, opset: str, replaying: bool) -> bool:
+        """Each step by its replay where it has one that takes its inputs, else by its kernel;
+        whether every step replayed."""
+        limits, observer, replayed = self.limits, self.observer, True
         for step in steps:
             if monotonic() > limits.deadline:
                 limits.check_time(step.op)
             replay = step.replay
             if replay is None or not replaying or not self._replayed(step.op, replay, env):
                 self._step(step, env, opset)
+                replayed = False
             if observer is not None:
                 observer.saw(step, env)
             for name in step.drops:
                 # a value no later op reads is let go, so memory holds the live values only
                 if dict.__contains__(env, name):
                     del env[name]
-        missing = [n for n in block.outputs if n not in env]
-        if missing:
-            raise RunError(f"the block's output %{missing[0]} is not defined", block.loc)
-        return [env[n] for n in block.outputs]
+        return replayed
+
+    def _replay_all(self, steps: list, env: dict) -> None:
+        """Each step by its replay, no input checked (the block's Chain holds)."""
+        limits, observer = self.limits, self.observer
+        for step in steps:
+            if monotonic() > limits.deadline:
+                limits.check_time(step.op)
+            try:
+                step.replay.unchecked(env)
+            except _FAILURES as e:
+                raise self._failure(step.op, e) from None
+            if observer is not None:
+                observer.saw(step, env)
+            for name in step.drops:
+                if dict.__contains__(env, name):
+                    del env[name]
 
     def _prepare(self, block) -> list:
         """The block's steps, each with the names no later op (nor the block's outputs) reads;
@@ -150,6 +181,9 @@ class Evaluator:
             if id(op) not in folded:
                 steps.append(self._make_step(op, [n for n in drops[i] if n not in folded.names], folded))
         self._plans[id(block)] = (block, steps)     # the block is held so its id stays its own
+        made = {var.name for op in block.operations for var in op.outputs}
+        self._chains[id(block)] = replays.Chain(sorted({b for step in steps for found in step.bindings.values()
+                                                        for b in found if type(b) is str and b not in made}))
         return steps
 
     @staticmethod

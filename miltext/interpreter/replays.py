@@ -8,7 +8,11 @@ when the op is small (every output declared, static, at most SMALL_OUTPUT bytes)
 input is a literal and the results take their declared dtypes. A later run whose inputs have
 the same shapes, strides and dtypes calls it and skips the kernel; any other input runs the
 kernel, which offers a new one. Big ops always run their kernels: those reuse spent inputs
-and share work between threads, which a replay does not."""
+and share work between threads, which a replay does not.
+
+A block whose every step replayed on its last run is a Chain: when the values it reads from
+outside have the layout they had then, each step's inputs have theirs too (a replay's output
+layout follows from its inputs'), and every step replays with no check at all."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,11 +24,20 @@ SMALL_OUTPUT = 1 << 16     # bytes: the largest output of an op that may be repl
 
 class Replay:
     """`compute` and the inputs it takes: fixed values, and the names read from a run's
-    values with the shape, strides and dtype they must have."""
-    __slots__ = ("compute", "fixed", "reads", "names")
+    values with the shape, strides and dtype they must have (`inputs`: each input as a name
+    to read or None and its fixed value)."""
+    __slots__ = ("compute", "fixed", "reads", "names", "inputs")
 
     def __init__(self, compute, fixed: list, reads: tuple, names: list):
         self.compute, self.fixed, self.reads, self.names = compute, fixed, reads, names
+        self.inputs = [(None, value) for value in fixed]
+        for index, name, *_ in reads:
+            self.inputs[index] = (name, None)
+
+    def unchecked(self, env) -> None:
+        """The op's outputs put in `env`, its inputs taken as they are (a Chain's run)."""
+        _put(self.names, self.compute(*[env[name] if name is not None else value for name, value in self.inputs]),
+             env)
 
     def run(self, env) -> bool:
         """The op's outputs put in `env`; False (nothing done) when an input is not as it was."""
@@ -34,14 +47,40 @@ class Replay:
             if type(v) is not np.ndarray or v.shape != shape or v.strides != strides or v.dtype != dtype:
                 return False
             values[index] = v
-        result = self.compute(*values)
-        names = self.names
-        if len(names) == 1:
-            env[names[0]] = result
-        else:
-            for name, value in zip(names, result):
-                env[name] = value
+        _put(self.names, self.compute(*values), env)
         return True
+
+
+def _put(names: list, result, env) -> None:
+    if len(names) == 1:
+        env[names[0]] = result
+    else:
+        for name, value in zip(names, result):
+            env[name] = value
+
+
+class Chain:
+    """The names a block's steps read from outside it, and `layout`: each one's shape,
+    strides and dtype on a run of the block that replayed every step (None: no such run
+    since the last one that ran a kernel)."""
+    __slots__ = ("outside", "layout")
+
+    def __init__(self, outside: list):
+        self.outside, self.layout = outside, None
+
+    def now(self, env) -> list | None:
+        """The outside values' layout in `env` (None when one is no array)."""
+        layout = []
+        for name in self.outside:
+            v = env[name]
+            if type(v) is not np.ndarray:
+                return None
+            layout.append((v.shape, v.strides, v.dtype))
+        return layout
+
+    def holds(self, env) -> bool:
+        """Whether every step may replay unchecked on the values of `env`."""
+        return self.layout is not None and self.now(env) == self.layout
 
 
 def make(step, args, result) -> Replay | None:

@@ -50,6 +50,7 @@ class Session:
         """Let go of the kept values and the weight files' maps."""
         self._evaluator.close_files()
         self._evaluator._plans.clear()
+        self._evaluator._chains.clear()
         self._evaluator._maps.clear()       # a map closes once no array views it
 
     def __enter__(self):
