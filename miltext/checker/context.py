@@ -19,11 +19,10 @@ class Context:
         self.faulty_ops: set = set()    # ids of ops whose call is wrong (inference skips them)
         self.resolution = resolve(program)
         self.blocks: list = []          # (function name, opset key, block), in program order
-        self.ops: list = []             # (function name, opset key, op), in program order
+        self.ops = _Ops(program)        # (function name, opset key, op), in program order
         for fn_name, fn in program.functions.items():
             for key, top in fn.blocks.items():
                 self.blocks.extend((fn_name, key, block) for block in blocks(top))
-                self.ops.extend((fn_name, key, op) for op in operations(top))
         self._targets: dict | None = None
         # coremltools' print never shows a const op but always an op's name and output types,
         # and real programs always have consts: a program with none, every op named and typed,
@@ -68,6 +67,22 @@ class Context:
         self.diagnostics.append(located("warning", loc() if callable(loc) else loc, message, rule, notes))
 
     note = staticmethod(note)
+
+
+class _Ops:
+    """(function name, opset key, op) for each op of a program, in program order, made as they
+    are walked: kept, they would be a tuple for each op (0.7 MB at 10k ops, while the
+    language server checks in the background)."""
+    __slots__ = ("program",)
+
+    def __init__(self, program):
+        self.program = program
+
+    def __iter__(self):
+        for fn_name, fn in self.program.functions.items():
+            for key, top in fn.blocks.items():
+                for op in operations(top):
+                    yield fn_name, key, op
 
 
 def count(n: int, word: str) -> str:
