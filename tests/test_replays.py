@@ -5,6 +5,7 @@ replayed op is said at its place as the kernel's would be. A block whose every o
 replays unchecked (a chain) while its inputs keep their layout, and stops at once when one
 changes."""
 import os
+import time
 
 import numpy as np
 import pytest
@@ -170,3 +171,29 @@ def test_an_observer_sees_the_values_of_replayed_ops():
                     observer=lambda fn, path, op, values: seen.update({k: float(v[0]) for k, v in values.items()}))
         assert seen == {"y": value + 1, "z": (value + 1) * 3}
     assert set(replayed(session)) == {"add", "mul"}
+
+
+def test_a_loop_body_compiled_as_a_chain_counts_every_pass_and_stops_in_time():
+    text = """main[CoreML7](%x: (1, fp32), %n: (1, fp32)) {
+  block0() {
+    %y, %k = while_loop(loop_vars=(%x, %n), name="count")
+      block1(%a: (1, fp32), %i: (1, fp32)) {
+        %c = greater(x=%i, y=0.0)
+      } -> (%c)
+      block2(%a: (1, fp32), %i: (1, fp32)) {
+        %s = mul(x=%i, y=%i)
+        %b = add(x=%a, y=%s)
+        %j = sub(x=%i, y=1.0)
+      } -> (%b, %j)
+  } -> (%y)
+}
+"""
+    session = Session(miltext.loads(text))
+    got = session.run({"x": np.zeros(1, np.float32), "n": np.array([300], np.float32)})["y"]
+    assert got[0] == sum(i * i for i in range(1, 301))
+    compiled = [chain for chain in session._evaluator._chains.values() if chain.run is not None]
+    assert len(compiled) == 2           # the condition and the body, once their ops replayed
+    start = time.monotonic()
+    with pytest.raises(RunError, match=r"while_loop count was stopped after [\d,]+ passes"):
+        session.run({"x": np.zeros(1, np.float32), "n": np.array([1e9], np.float32)}, timeout=0.3)
+    assert time.monotonic() - start < 3

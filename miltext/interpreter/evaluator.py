@@ -18,7 +18,7 @@ from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, Tu
 from ..ir.walk import blocks, operations
 from . import blas_threads, fast_kernels, replays
 from .args import Args, Literal
-from .errors import RunError
+from .errors import KERNEL_FAILURES, RunError
 from .limits import BIG, Limits, size_text
 from .registry import find
 
@@ -114,13 +114,15 @@ class Evaluator:
         steps = self._prepare(block) if steps is None else steps[1]
         chain = self._chains[id(block)]
         if self.limits.max_memory < replays.SMALL_OUTPUT:     # else no replayed op needs a memory check
-            chain.layout = None
+            chain.settle(None, steps, block.outputs)
             self._steps(steps, env, opset, False)
-        elif chain.holds(env):
-            self._replay_all(steps, env)
+        elif self.observer is None and chain.holds(env):
+            limits = self.limits
+            return chain.run(env, limits.deadline, lambda at: limits.check_time(steps[at].op),
+                             lambda at, e: self._failure(steps[at].op, e))
         else:
             start = chain.now(env) if all(step.replay is not None for step in steps) else None
-            chain.layout = start if self._steps(steps, env, opset, True) and start is not None else None
+            chain.settle(start if self._steps(steps, env, opset, True) else None, steps, block.outputs)
         missing = [n for n in block.outputs if n not in env]
         if missing:
             raise RunError(f"the block's output %{missing[0]} is not defined", block.loc)
@@ -144,22 +146,6 @@ class Evaluator:
                 if dict.__contains__(env, name):
                     del env[name]
         return replayed
-
-    def _replay_all(self, steps: list, env: dict) -> None:
-        """Each step by its replay, no input checked (the block's Chain holds)."""
-        limits, observer = self.limits, self.observer
-        for step in steps:
-            if monotonic() > limits.deadline:
-                limits.check_time(step.op)
-            try:
-                step.replay.unchecked(env)
-            except _FAILURES as e:
-                raise self._failure(step.op, e) from None
-            if observer is not None:
-                observer.saw(step, env)
-            for name in step.drops:
-                if dict.__contains__(env, name):
-                    del env[name]
 
     def _prepare(self, block) -> list:
         """The block's steps, each with the names no later op (nor the block's outputs) reads;
@@ -229,7 +215,7 @@ class Evaluator:
             if args.replay is not None:
                 step.replay = replays.make(step, args, result)
                 args.replay = None
-        except _FAILURES as e:
+        except KERNEL_FAILURES as e:
             raise self._failure(op, e) from None
         finally:
             # the run's values are not held past it, nor the evaluator (no cycle through its plans)
@@ -251,7 +237,7 @@ class Evaluator:
     def _replayed(self, op, replay, env: dict) -> bool:
         try:
             return replay.run(env)
-        except _FAILURES as e:
+        except KERNEL_FAILURES as e:
             raise self._failure(op, e) from None
 
     def _failure(self, op, e: Exception) -> Exception:
@@ -304,9 +290,6 @@ class Evaluator:
         header = weight_refs.check(ref, vtype, self.weights_folder, self.confine_refs)
         self.limits.allow(header.shape, 8, f"the tensor {ref.path} names")    # read, then cast: 8 bytes at most
         return weight_refs.tensor(ref, vtype, self.weights_folder, header, self.confine_refs)
-
-
-_FAILURES = (RunError, InputError, ValueError, IndexError, TypeError, KeyError, ArithmeticError, MemoryError)
 
 
 class _Folded(set):

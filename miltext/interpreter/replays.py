@@ -12,12 +12,17 @@ and share work between threads, which a replay does not.
 
 A block whose every step replayed on its last run is a Chain: when the values it reads from
 outside have the layout they had then, each step's inputs have theirs too (a replay's output
-layout follows from its inputs'), and every step replays with no check at all."""
+layout follows from its inputs'), and every step replays with no check at all, the block
+compiled to one Python function that keeps its values in local variables (the loop's own
+bookkeeping costs a small op more than its arithmetic)."""
 from __future__ import annotations
+
+from time import monotonic
 
 import numpy as np
 
 from .args import Literal
+from .errors import KERNEL_FAILURES
 
 SMALL_OUTPUT = 1 << 16     # bytes: the largest output of an op that may be replayed
 
@@ -34,11 +39,6 @@ class Replay:
         for index, name, *_ in reads:
             self.inputs[index] = (name, None)
 
-    def unchecked(self, env) -> None:
-        """The op's outputs put in `env`, its inputs taken as they are (a Chain's run)."""
-        _put(self.names, self.compute(*[env[name] if name is not None else value for name, value in self.inputs]),
-             env)
-
     def run(self, env) -> bool:
         """The op's outputs put in `env`; False (nothing done) when an input is not as it was."""
         values = self.fixed.copy()
@@ -47,26 +47,34 @@ class Replay:
             if type(v) is not np.ndarray or v.shape != shape or v.strides != strides or v.dtype != dtype:
                 return False
             values[index] = v
-        _put(self.names, self.compute(*values), env)
+        result = self.compute(*values)
+        names = self.names
+        if len(names) == 1:
+            env[names[0]] = result
+        else:
+            for name, value in zip(names, result):
+                env[name] = value
         return True
-
-
-def _put(names: list, result, env) -> None:
-    if len(names) == 1:
-        env[names[0]] = result
-    else:
-        for name, value in zip(names, result):
-            env[name] = value
 
 
 class Chain:
     """The names a block's steps read from outside it, and `layout`: each one's shape,
     strides and dtype on a run of the block that replayed every step (None: no such run
-    since the last one that ran a kernel)."""
-    __slots__ = ("outside", "layout")
+    since the last one that ran a kernel), with `run`, the block compiled for it:
+    run(env, deadline, late, failure) gives the block's outputs, calling late(i) once the
+    monotonic clock passes `deadline` before step i, and raising failure(i, e) for an error
+    e of step i."""
+    __slots__ = ("outside", "layout", "run")
 
     def __init__(self, outside: list):
-        self.outside, self.layout = outside, None
+        self.outside, self.layout, self.run = outside, None, None
+
+    def settle(self, layout: list | None, steps: list, outputs: list) -> None:
+        """The layout of the outside values on a run that replayed every step (None: a run
+        that did not), and the block compiled for it."""
+        if layout is None or layout != self.layout or self.run is None:
+            self.run = None if layout is None else _compiled(steps, outputs)
+        self.layout = layout
 
     def now(self, env) -> list | None:
         """The outside values' layout in `env` (None when one is no array)."""
@@ -81,6 +89,43 @@ class Chain:
     def holds(self, env) -> bool:
         """Whether every step may replay unchecked on the values of `env`."""
         return self.layout is not None and self.now(env) == self.layout
+
+
+def _compiled(steps: list, outputs: list):
+    """The steps' replays as one function (see Chain): values in locals, each let go after
+    its last read, the computes and fixed values its globals."""
+    names = {"monotonic": monotonic, "FAILURES": KERNEL_FAILURES}
+    local: dict = {}       # var name -> its local
+    body = []
+    count = iter(range(1 << 62))
+
+    def new(name):
+        local[name] = f"v{next(count)}"
+        return local[name]
+
+    def read(name):
+        if name not in local:
+            body.append(f"{new(name)} = env[{name!r}]")
+        return local[name]
+
+    for i, step in enumerate(steps):
+        replay = step.replay
+        args = []
+        for j, (name, value) in enumerate(replay.inputs):
+            if name is None:
+                names[f"k{i}_{j}"] = value
+                args.append(f"k{i}_{j}")
+            else:
+                args.append(read(name))
+        names[f"c{i}"] = replay.compute
+        made = ", ".join(new(name) for name in step.names)
+        body += [f"at = {i}", "if monotonic() > deadline: late(at)", f"{made} = c{i}({', '.join(args)})"]
+        body += [f"del {local.pop(name)}" for name in step.drops if name in local]
+    body.append(f"return [{', '.join(read(name) for name in outputs)}]")
+    source = "def run(env, deadline, late, failure):\n    at = 0\n    try:\n" + "".join(
+        f"        {line}\n" for line in body) + "    except FAILURES as e:\n        raise failure(at, e) from None\n"
+    exec(compile(source, "<miltext replays>", "exec"), names)
+    return names["run"]
 
 
 def make(step, args, result) -> Replay | None:
