@@ -229,9 +229,10 @@ def test_softmax_over_another_axis_and_layer_norm_over_leading_axes_take_the_num
 
 
 # (x's shape, the outputs, a bias or not): the decoder's products, and rows and columns past the
-# C code's blocks of 4 rows by 32 columns
+# C code's blocks (8 or 4 rows by 32 or 16 columns)
 @pytest.mark.parametrize("shape, n, bias", [((1, 16, 64), 192, True), ((16, 256), 64, True), ((7, 50), 33, True),
-                                            ((2, 3, 5), 70, False), ((4, 64), 512, True), ((5, 3), 1, False)])
+                                            ((2, 3, 5), 70, False), ((4, 64), 512, True), ((5, 3), 1, False),
+                                            ((13, 40), 48, True)])
 def test_linear_of_a_decoders_rows_and_of_odd_sizes(path, shape, n, bias):
     x = RNG.standard_normal(shape).astype(np.float32)
     w = RNG.standard_normal((n, shape[-1])).astype(np.float32)

@@ -198,10 +198,6 @@ layer_norm_loop(const float *xs, float *ys, Py_ssize_t count, Py_ssize_t n, cons
 }
 
 #if defined(__GNUC__) || defined(__clang__)
-/* Columns j0 .. j0 + 16 V of ys (m rows of n) = xs (m rows of k) times ws (k rows of n) plus bs
- * (or NULL), in blocks of LINEAR_ROWS rows summed in vectors of 16 floats held in registers
- * (written as vectors: GCC leaves a 16-wide block of scalars unvectorized), each weight row
- * loaded once per block; the rows left over one at a time. */
 typedef float f32x16 __attribute__((vector_size(64)));
 /* load16 is always inlined into code for one target: the note that its vector return would
  * pass differently between targets does not apply */
@@ -213,14 +209,16 @@ load16(const float *p)
     memcpy(&v, p, sizeof v);
     return v;
 }
-#define LINEAR_ROWS 4
-#define LINEAR_BLOCK(V) \
-    Py_ssize_t i0 = 0; \
-    for (; i0 + LINEAR_ROWS <= m; i0 += LINEAR_ROWS) { \
-        f32x16 acc[LINEAR_ROWS][V]; \
+/* Rows i0 .. of columns j0 .. j0 + 16 V of ys (m rows of n) = xs (m rows of k) times ws (k rows
+ * of n) plus bs (or NULL), in blocks of ROWS rows summed in vectors of 16 floats held in
+ * registers (written as vectors: GCC leaves a 16-wide block of scalars unvectorized), each
+ * weight row loaded once per block; i0 ends past the last whole block. */
+#define ROW_BLOCKS(ROWS, V) \
+    for (; i0 + ROWS <= m; i0 += ROWS) { \
+        f32x16 acc[ROWS][V]; \
         for (int c = 0; c < V; c++) { \
             f32x16 start = bs != NULL ? load16(bs + j0 + 16 * c) : (f32x16){0}; \
-            for (int r = 0; r < LINEAR_ROWS; r++) \
+            for (int r = 0; r < ROWS; r++) \
                 acc[r][c] = start; \
         } \
         const float *xr = xs + i0 * k; \
@@ -228,39 +226,47 @@ load16(const float *p)
             f32x16 w[V]; \
             for (int c = 0; c < V; c++) \
                 w[c] = load16(ws + p * n + j0 + 16 * c); \
-            for (int r = 0; r < LINEAR_ROWS; r++) { \
+            for (int r = 0; r < ROWS; r++) { \
                 float a = xr[r * k + p]; \
                 for (int c = 0; c < V; c++) \
                     acc[r][c] += a * w[c]; \
             } \
         } \
-        for (int r = 0; r < LINEAR_ROWS; r++) \
+        for (int r = 0; r < ROWS; r++) \
             for (int c = 0; c < V; c++) \
                 memcpy(ys + (i0 + r) * n + j0 + 16 * c, &acc[r][c], sizeof acc[r][c]); \
-    } \
-    for (; i0 < m; i0++) \
-        linear_row(xs + i0 * k, ws + j0, bs != NULL ? bs + j0 : NULL, ys + i0 * n + j0, k, n, 16 * V);
+    }
 #else
-#define LINEAR_BLOCK(V) \
-    for (Py_ssize_t i0 = 0; i0 < m; i0++) \
-        linear_row(xs + i0 * k, ws + j0, bs != NULL ? bs + j0 : NULL, ys + i0 * n + j0, k, n, 16 * V);
+#define ROW_BLOCKS(ROWS, V)
 #endif
+
+/* Columns j0 .. j0 + 16 V of every row: blocks of 8 rows first when `wide`, then of 4, then
+ * the rows left one at a time. */
+#define COLUMNS(V) { \
+    Py_ssize_t i0 = 0; \
+    if (wide) \
+        ROW_BLOCKS(8, V) \
+    ROW_BLOCKS(4, V) \
+    for (; i0 < m; i0++) \
+        linear_row(xs + i0 * k, ws + j0, bs != NULL ? bs + j0 : NULL, ys + i0 * n + j0, k, n, 16 * V); \
+}
 
 /* ys (m rows of n) = xs (m rows of k) times ws (k rows of n) plus bs (n values, or NULL): a
  * linear layer's product with its weight kept transposed, by blocks of 32 columns, then 16
- * (an attention head's width), then one row at a time. For the small products of a decoder
- * this is up to twice the BLAS's speed, whose packing of both operands costs more than
- * their arithmetic. */
+ * (an attention head's width), then the columns left one row at a time. `wide` (a constant
+ * where it is inlined) takes 8 rows a block where the vector registers hold them: 8 rows by
+ * 32 columns fill 16 of AVX-512's 32, and twice AVX2's 16. For the small products of a
+ * decoder this is up to twice the BLAS's speed, whose packing of both operands costs more
+ * than their arithmetic. */
 INLINE void
 linear_loop(const float *restrict xs, const float *restrict ws, const float *restrict bs, float *restrict ys,
-            Py_ssize_t m, Py_ssize_t k, Py_ssize_t n)
+            Py_ssize_t m, Py_ssize_t k, Py_ssize_t n, const int wide)
 {
     Py_ssize_t j0 = 0;
-    for (; j0 + 32 <= n; j0 += 32) {
-        LINEAR_BLOCK(2)
-    }
+    for (; j0 + 32 <= n; j0 += 32)
+        COLUMNS(2)
     if (j0 + 16 <= n) {
-        LINEAR_BLOCK(1)
+        COLUMNS(1)
         j0 += 16;
     }
     if (j0 < n)
@@ -273,7 +279,7 @@ linear_loop(const float *restrict xs, const float *restrict ws, const float *res
  * matrix transposed (n rows of k, as attention's keys are), laid out right in scratch first. */
 INLINE void
 matmul_loop(const float *xs, const float *ws, float *ys, Py_ssize_t count, Py_ssize_t m, Py_ssize_t k,
-            Py_ssize_t n, float *scratch)
+            Py_ssize_t n, float *scratch, const int wide)
 {
     for (Py_ssize_t b = 0; b < count; b++) {
         const float *w = ws + b * k * n;
@@ -283,7 +289,7 @@ matmul_loop(const float *xs, const float *ws, float *ys, Py_ssize_t count, Py_ss
                     scratch[p * n + j] = w[j * k + p];
             w = scratch;
         }
-        linear_loop(xs + b * m * k, w, NULL, ys + b * m * n, m, k, n);
+        linear_loop(xs + b * m * k, w, NULL, ys + b * m * n, m, k, n, wide);
     }
 }
 
@@ -305,20 +311,20 @@ matmul_loop(const float *xs, const float *ws, float *ys, Py_ssize_t count, Py_ss
 #define gelu_plain_loop gelu_loop
 #define softmax_plain_loop softmax_loop
 #define layer_norm_plain_loop layer_norm_loop
-#define linear_plain_loop linear_loop
-#define matmul_plain_loop matmul_loop
+#define linear_plain_loop(...) linear_loop(__VA_ARGS__, 0)
+#define matmul_plain_loop(...) matmul_loop(__VA_ARGS__, 0)
 LOOPS(_plain, )
 #if WIDE_VARIANTS
 #define gelu_avx2_loop gelu_loop
 #define softmax_avx2_loop softmax_loop
 #define layer_norm_avx2_loop layer_norm_loop
-#define linear_avx2_loop linear_loop
-#define matmul_avx2_loop matmul_loop
+#define linear_avx2_loop(...) linear_loop(__VA_ARGS__, 0)
+#define matmul_avx2_loop(...) matmul_loop(__VA_ARGS__, 0)
 #define gelu_avx512_loop gelu_loop
 #define softmax_avx512_loop softmax_loop
 #define layer_norm_avx512_loop layer_norm_loop
-#define linear_avx512_loop linear_loop
-#define matmul_avx512_loop matmul_loop
+#define linear_avx512_loop(...) linear_loop(__VA_ARGS__, 1)
+#define matmul_avx512_loop(...) matmul_loop(__VA_ARGS__, 1)
 LOOPS(_avx2, AVX2)
 LOOPS(_avx512, AVX512)
 #endif
