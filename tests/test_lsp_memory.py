@@ -133,10 +133,16 @@ def test_the_outline_json_of_each_op_is_kept_only_until_forgotten():
     written = a.outline_json()
     assert sum(len(p.outline[2]) for p in a.reading.pieces) > 0.9 * len(written) > len(text)
     a.outlines.forget()
-    assert all(type(p.outline) is int for p in a.reading.pieces)   # the places, one int per op
+    assert all(type(p.outline) is int for p in a.reading.pieces)   # the places, an int per op
     assert a.outline_json() == written and all(type(p.outline) is int for p in a.reading.pieces)
+    # one int object for each value: most ops end alike
+    ends = [p.outline for p in a.reading.pieces]
+    assert len({id(e) for e in ends}) == len(set(ends)) < len(ends) / 10
     edited = Analysis(text.replace("relu(x=%l7_sum", "relu( x=%l7_sum"), a)
     assert edited.outline_json() == Analysis(edited.source.text).outline_json()
+    assert edited.outlines.ends is a.outlines.ends   # shared on from one outline to the next
+    ends = [p.outline[0] if type(p.outline) is tuple else p.outline for p in edited.reading.pieces]
+    assert len({id(e) for e in ends}) == len(set(ends)) < len(ends) / 10
 
 
 def _rss(pid: int) -> int:

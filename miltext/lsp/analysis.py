@@ -48,7 +48,7 @@ class Analysis:
         # the inferred types, op by op when asked, from those of the analysis before
         self.types = Types(self, previous.types if previous is not None else None)
         # the outline's JSON, with what is slow to find for each op kept in its piece
-        self.outlines = Outlines(self.reading)
+        self.outlines = Outlines(self.reading, previous.outlines if previous is not None else None)
 
     @property
     def files(self) -> checking.Files:

@@ -87,6 +87,7 @@ def _aside(op) -> str:
 KINDS = {"function": 12, "block": 3, "op": 25}   # LSP's SymbolKind: Function, Namespace, Operator
 # An op without blocks; LSP's DocumentSymbol.children is optional, and left out (a 10k-op outline
 # is some 2 MB of JSON: the client reads all of it after each edit).
+MOST_ENDS = 1 << 16   # the most values of the ends an outline shares on to the next
 _OP_JSON = ('{"name":%s,"kind":25,"range":{"start":{"line":%d,"character":%d},"end":{"line":%d,"character":%d}},'
             '"selectionRange":{"start":{"line":%d,"character":%d},"end":{"line":%d,"character":%d}},"detail":%s}')
 _WIDE = re.compile(r"[^\x00-\x7f]")
@@ -117,14 +118,17 @@ class Outlines:
     written again. That is twice the text for a 10k-op outline, so `forget` drops it once the
     asking stops.
 
-    A piece's `outline` is the op's ends (an int, see `_ends`), or (ends, line, JSON) while
-    the JSON is kept. What stays (the ends) is all made before any JSON is written, and
+    A piece's `outline` is the op's ends (an int, see `_ends`: one object for the ops that end
+    alike), or (ends, line, JSON) while the JSON is kept. What stays (the ends) is all made before any JSON is written, and
     forgetting makes nothing new: a small object that stays, made among the JSON strings, keeps
     their pages in use once they are dropped (at 10k ops, 12.5x the text instead of 10x)."""
 
-    def __init__(self, reading):
+    def __init__(self, reading, previous: "Outlines | None" = None):
         self.pieces = reading.pieces
         self.keep = True   # whether each op's JSON is kept too (see forget)
+        # one int for each value of the ends: most ops end alike (at 10k ops, some 200 values),
+        # and an int for each op is 0.5 MB; kept from the outline before, while it stays small
+        self.ends: dict = previous.ends if previous is not None and len(previous.ends) < MOST_ENDS else {}
         if reading.changed is not None:   # an edit between ops (a comment) moves the end of the one before
             i = bisect_right(reading.pieces, reading.changed[0], key=lambda p: p.start) - 1
             if i >= 0:
@@ -193,6 +197,7 @@ class Outlines:
                 continue
             if found is None or found >> _UNTIL != until:
                 found = _ends(op, after, close, until, source)
+                found = self.ends.setdefault(found, found)
                 if piece is not None:
                     piece.outline = found
             for column, item in zip(todo, (len(out), op, piece, found)):
