@@ -94,9 +94,9 @@ def test_two_threads_give_the_one_thread_results(monkeypatch, low_bar):
     if SETTER is None:
         assert two == []
         return
-    # the stem, the pool, the block conv, the add, the deep conv (its one image), the grouped
-    # conv, exp and mul: each split in two
-    assert two == [2] * 8
+    # the stem, the pool, the block conv, the add, the deep conv (its one image's windows
+    # copied, then its products), the grouped conv, exp and mul: each split in two
+    assert two == [2] * 9
     for name in ("pooled", "sum", "twice"):         # the same arithmetic: the same bits
         np.testing.assert_array_equal(shared[name], alone[name], err_msg=name)
     for name in ("stem", "deep", "grouped"):         # the same products, in bands
@@ -270,3 +270,23 @@ def test_a_transformer_block_on_two_threads_gives_the_one_thread_results(monkeyp
     mean, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
     want = (x - mean) / np.sqrt(var + 1e-5) * BLOCK_INPUTS["g"] + BLOCK_INPUTS["b"]
     np.testing.assert_allclose(shared["norm"], want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_part_no_worker_has_started_is_run_by_the_caller(monkeypatch):
+    """A worker whose core is busy is late: the caller, done with its own part, runs the one the
+    worker has not started (once: the worker skips it when it gets there)."""
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
+    parallel._POOL.start(1)
+    release = threading.Event()
+    for _ in range(parallel._POOL.workers):        # every worker held (the queue is first in, first out)
+        parallel._POOL.queue.put(parallel._Task(lambda start, stop: release.wait(10), 0, 1))
+    ran = []
+    try:
+        parallel.split(10, lambda start, stop: ran.append((start, stop, threading.current_thread())), 2)
+    finally:
+        release.set()
+    assert ran == [(0, 5, threading.current_thread()), (5, 10, threading.current_thread())]
+    later = threading.Event()
+    parallel._POOL.queue.put(parallel._Task(lambda start, stop: later.set(), 0, 1))
+    assert later.wait(10)               # the workers went on past the part the caller took
+    assert len(ran) == 2

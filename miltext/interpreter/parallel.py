@@ -5,8 +5,9 @@ threads. How many: the threads blas_threads lends a run's big products (one outs
 on a busy machine, or when the BLAS was given one thread), and never more pieces than the
 work has `enough`-sized parts (a hand-off costs tens of microseconds). The calling thread
 takes the first piece; the others go to a few worker threads made on first use and kept
-(one fewer than the threads lent, each running its BLAS on one thread). A worker never
-splits again, so a piece never waits for another."""
+(one fewer than the threads lent, each running its BLAS on one thread); a piece no worker
+has started when the calling thread is done with its own (the worker's core is busy) is run
+by the calling thread. A worker never splits again, so a piece never waits for another."""
 from __future__ import annotations
 
 import os
@@ -40,11 +41,19 @@ def split(count: int, work, pieces: int) -> None:
     _POOL.start(len(tasks))
     for task in tasks:
         _POOL.queue.put(task)
+    failed = None
     try:
         work(bounds[0], bounds[1])
-    finally:
-        for task in tasks:          # wait for every part (they write into the caller's arrays)
+    except BaseException as error:
+        failed = error
+    for task in tasks:      # every part done before returning (they write into the caller's arrays)
+        if task.take():     # no worker has started it (its core is busy): the caller runs it
+            if failed is None:
+                task.run()
+        else:
             task.done.wait()
+    if failed is not None:
+        raise failed
     for task in tasks:
         if task.error is not None:
             raise task.error
@@ -113,11 +122,17 @@ def matmul(x, y, out, pieces: int):
 
 
 class _Task:
-    __slots__ = ("work", "start", "stop", "done", "error")
+    """A part of a split, run by the first thread to take it: a worker, or the caller once
+    its own part is done."""
+    __slots__ = ("work", "start", "stop", "done", "error", "taken")
 
     def __init__(self, work, start: int, stop: int):
         self.work, self.start, self.stop = work, start, stop
-        self.done, self.error = threading.Event(), None
+        self.done, self.error, self.taken = threading.Event(), None, threading.Lock()
+
+    def take(self) -> bool:
+        """Whether the calling thread is the first to take the task (it then runs it)."""
+        return self.taken.acquire(False)
 
     def run(self) -> None:
         try:
@@ -153,7 +168,9 @@ class _Pool:
         if setter is not None:
             setter(1)                       # the pieces share the cores: one BLAS thread each
         while True:
-            self.queue.get().run()
+            task = self.queue.get()
+            if task.take():
+                task.run()
 
     def _forked(self) -> None:
         """A forked child has none of its parent's threads: it makes its own."""

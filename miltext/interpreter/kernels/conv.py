@@ -123,10 +123,13 @@ def correlate(padded, weight, strides, dilations, groups: int, bias=None):
 
 def _by_channels(win, w, bias, y, order, share: int):
     """correlate for an output of few rows (whose copy is small): each image's windows copied
-    at once, the output channels shared among the threads."""
+    at once (the input channels' shared among the threads), then the output channels shared."""
     groups, og, depth = w.shape
     for i in range(y.shape[0]):
-        cols = np.ascontiguousarray(win[i].transpose(order)).reshape(groups, depth, -1)
+        laid = win[i].transpose(order)
+        cols = np.empty(laid.shape, laid.dtype)
+        parallel.split(len(laid), lambda start, stop, cols=cols, laid=laid: np.copyto(cols[start:stop], laid[start:stop]), share)
+        cols = cols.reshape(groups, depth, -1)
         flat = y[i].reshape(groups, og, -1)
 
         def run(start: int, stop: int, cols=cols, flat=flat) -> None:
