@@ -5,7 +5,8 @@ An ordinary Operation costs two dicts, a list per argument, a list of outputs, a
 blocks and a Value, TensorData and list for its name: about 1.2 kB for a plain op line. A
 CompactOperation keeps its arguments as one tuple, its output (the Var) and its name (the
 string) as themselves (a const named after its output, as exporters write them: its value
-only), and makes the dicts, lists and the name's Value each time they are read.
+only, the name read from the output), and makes the dicts, lists and the name's Value each time
+they are read.
 It is an Operation (same fields, equal to the ordinary op it was made from), so everything that
 reads programs reads it. The dicts and lists read from it are made afresh each time, so they
 are read-only: a change made inside them would be lost, and raises instead (the Values and Vars
