@@ -138,14 +138,19 @@ class Server:
 
     def idle_rss(self) -> int:
         """The memory once the server has settled (warmed up after `initialized`, done with
-        the whole check after the typing stopped)."""
-        last, now = -1, self.rss()
+        the whole check after the typing stopped): unchanged over three readings 0.3 s apart,
+        the first taken after the server's idle delay (0.6 s) so its whole check has begun (a
+        single pause in a check that is still running would read too high)."""
+        time.sleep(1.0)
+        last, steady = self.rss(), 0
         for _ in range(100):
-            if now == last:
-                break
             time.sleep(0.3)
-            last, now = now, self.rss()
-        return now
+            now = self.rss()
+            steady = steady + 1 if now == last else 0
+            if steady == 3:
+                break
+            last = now
+        return last
 
     def close(self):
         try:
