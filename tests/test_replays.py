@@ -173,7 +173,7 @@ def test_an_observer_sees_the_values_of_replayed_ops():
     assert set(replayed(session)) == {"add", "mul"}
 
 
-def test_a_loop_body_compiled_as_a_chain_counts_every_pass_and_stops_in_time():
+def test_a_loop_body_run_as_a_chain_counts_every_pass_and_stops_in_time():
     text = """main[CoreML7](%x: (1, fp32), %n: (1, fp32)) {
   block0() {
     %y, %k = while_loop(loop_vars=(%x, %n), name="count")
@@ -191,8 +191,8 @@ def test_a_loop_body_compiled_as_a_chain_counts_every_pass_and_stops_in_time():
     session = Session(miltext.loads(text))
     got = session.run({"x": np.zeros(1, np.float32), "n": np.array([300], np.float32)})["y"]
     assert got[0] == sum(i * i for i in range(1, 301))
-    compiled = [chain for chain in session._evaluator._chains.values() if chain.run is not None]
-    assert len(compiled) == 2           # the condition and the body, once their ops replayed
+    flat = [chain for chain in session._evaluator._chains.values() if chain.run is not None]
+    assert len(flat) == 2           # the condition and the body, once their ops replayed
     start = time.monotonic()
     with pytest.raises(RunError, match=r"while_loop count was stopped after [\d,]+ passes"):
         session.run({"x": np.zeros(1, np.float32), "n": np.array([1e9], np.float32)}, timeout=0.3)

@@ -12,11 +12,11 @@ and share work between threads, which a replay does not.
 
 A block whose every step replayed on its last run is a Chain: when the values it reads from
 outside have the layout they had then, each step's inputs have theirs too (a replay's output
-layout follows from its inputs'), and every step replays with no check at all, the block
-compiled to one Python function that keeps its values in local variables (the loop's own
-bookkeeping costs a small op more than its arithmetic)."""
+layout follows from its inputs'), and every step replays with no check at all, from a flat
+list of its values (the loop's own bookkeeping costs a small op more than its arithmetic)."""
 from __future__ import annotations
 
+from operator import itemgetter
 from time import monotonic
 
 import numpy as np
@@ -60,7 +60,7 @@ class Replay:
 class Chain:
     """The names a block's steps read from outside it, and `layout`: each one's shape,
     strides and dtype on a run of the block that replayed every step (None: no such run
-    since the last one that ran a kernel), with `run`, the block compiled for it:
+    since the last one that ran a kernel), with `run`, the block laid out flat for it:
     run(env, deadline, late, failure) gives the block's outputs, calling late(i) once the
     monotonic clock passes `deadline` before step i, and raising failure(i, e) for an error
     e of step i."""
@@ -71,9 +71,9 @@ class Chain:
 
     def settle(self, layout: list | None, steps: list, outputs: list) -> None:
         """The layout of the outside values on a run that replayed every step (None: a run
-        that did not), and the block compiled for it."""
+        that did not), and the block laid out flat for it."""
         if layout is None or layout != self.layout or self.run is None:
-            self.run = None if layout is None else _compiled(steps, outputs)
+            self.run = None if layout is None else _Flat(steps, outputs)
         self.layout = layout
 
     def now(self, env) -> list | None:
@@ -91,41 +91,62 @@ class Chain:
         return self.layout is not None and self.now(env) == self.layout
 
 
-def _compiled(steps: list, outputs: list):
-    """The steps' replays as one function (see Chain): values in locals, each let go after
-    its last read, the computes and fixed values its globals."""
-    names = {"monotonic": monotonic, "FAILURES": KERNEL_FAILURES}
-    local: dict = {}       # var name -> its local
-    body = []
-    count = iter(range(1 << 62))
+class _Flat:
+    """A chain's steps laid out flat (see Chain.run): every value in a slot of one list (the
+    fixed values placed once), each step its compute, what reads its inputs from the slots,
+    the slots it fills and those whose last reader it is (let go at once)."""
+    __slots__ = ("slots", "outside", "program", "outputs")
 
-    def new(name):
-        local[name] = f"v{next(count)}"
-        return local[name]
+    def __init__(self, steps: list, outputs: list):
+        slot: dict = {}          # var name -> its slot
+        self.slots: list = []    # the slots' values before a run: the fixed ones
+        self.outside: list = []  # (name, slot): the values read from the run's env
 
-    def read(name):
-        if name not in local:
-            body.append(f"{new(name)} = env[{name!r}]")
-        return local[name]
+        def place(value=None) -> int:
+            self.slots.append(value)
+            return len(self.slots) - 1
 
-    for i, step in enumerate(steps):
-        replay = step.replay
-        args = []
-        for j, (name, value) in enumerate(replay.inputs):
-            if name is None:
-                names[f"k{i}_{j}"] = value
-                args.append(f"k{i}_{j}")
-            else:
-                args.append(read(name))
-        names[f"c{i}"] = replay.compute
-        made = ", ".join(new(name) for name in step.names)
-        body += [f"at = {i}", "if monotonic() > deadline: late(at)", f"{made} = c{i}({', '.join(args)})"]
-        body += [f"del {local.pop(name)}" for name in step.drops if name in local]
-    body.append(f"return [{', '.join(read(name) for name in outputs)}]")
-    source = "def run(env, deadline, late, failure):\n    at = 0\n    try:\n" + "".join(
-        f"        {line}\n" for line in body) + "    except FAILURES as e:\n        raise failure(at, e) from None\n"
-    exec(compile(source, "<miltext replays>", "exec"), names)
-    return names["run"]
+        def read(name) -> int:
+            if name not in slot:
+                slot[name] = place()
+                self.outside.append((name, slot[name]))
+            return slot[name]
+
+        self.program = []
+        for step in steps:
+            ins = [place(value) if name is None else read(name) for name, value in step.replay.inputs]
+            made = [place() for _ in step.names]
+            slot.update(zip(step.names, made))
+            frees = tuple(slot.pop(name) for name in step.drops if name in slot)
+            self.program.append((step.replay.compute, itemgetter(*ins) if ins else _NONE, len(ins) != 1,
+                                 made[0] if len(made) == 1 else tuple(made), frees))
+        self.outputs = [read(name) for name in outputs]
+
+    def __call__(self, env, deadline: float, late, failure) -> list:
+        values = self.slots.copy()
+        for name, at in self.outside:
+            values[at] = env[name]
+        at = 0
+        try:
+            for compute, get, many, made, frees in self.program:
+                if monotonic() > deadline:
+                    late(at)
+                result = compute(*get(values)) if many else compute(get(values))
+                if type(made) is int:
+                    values[made] = result
+                else:
+                    for index, value in zip(made, result):
+                        values[index] = value
+                for index in frees:
+                    values[index] = None
+                at += 1
+        except KERNEL_FAILURES as e:
+            raise failure(at, e) from None
+        return [values[index] for index in self.outputs]
+
+
+def _NONE(values) -> tuple:
+    return ()
 
 
 def make(step, args, result) -> Replay | None:
