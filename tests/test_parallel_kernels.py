@@ -57,16 +57,16 @@ def workers() -> list:
     return [t for t in threading.enumerate() if t.name.startswith("miltext-worker")]
 
 
-def run_at(threads: int, monkeypatch, pieces: list) -> dict:
+def run_at(threads: int, monkeypatch, pieces: list, program: str = PROGRAM, inputs: dict = INPUTS) -> dict:
     """The program's outputs with the BLAS at `threads` for the calling thread and the machine
     idle; `pieces` gets the count of every split asked for."""
     count_splits(monkeypatch, pieces)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     if SETTER is None:       # a BLAS other than the bundled OpenBLAS: no thread is lent
-        return miltext.Session(miltext.loads(PROGRAM)).run(INPUTS)
+        return miltext.Session(miltext.loads(program)).run(inputs)
     before = SETTER(threads)
     try:
-        return miltext.Session(miltext.loads(PROGRAM)).run(INPUTS)
+        return miltext.Session(miltext.loads(program)).run(inputs)
     finally:
         SETTER(before)
 
@@ -232,25 +232,11 @@ BLOCK_INPUTS = {
 }
 
 
-def block_at(threads: int, monkeypatch, pieces: list) -> dict:
-    """BLOCK's outputs with the BLAS at `threads` for the calling thread and the machine idle;
-    `pieces` gets the count of every split asked for."""
-    count_splits(monkeypatch, pieces)
-    if SETTER is None:       # a BLAS other than the bundled OpenBLAS: no thread is lent
-        return miltext.Session(miltext.loads(BLOCK)).run(BLOCK_INPUTS)
-    before = SETTER(threads)
-    try:
-        return miltext.Session(miltext.loads(BLOCK)).run(BLOCK_INPUTS)
-    finally:
-        SETTER(before)
-
-
 def test_a_transformer_block_on_two_threads_gives_the_one_thread_results(monkeypatch):
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))     # two threads, on one core too
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     one, two = [], []
-    alone = block_at(1, monkeypatch, one)
-    shared = block_at(2, monkeypatch, two)
+    alone = run_at(1, monkeypatch, one, BLOCK, BLOCK_INPUTS)
+    shared = run_at(2, monkeypatch, two, BLOCK, BLOCK_INPUTS)
     assert one == []                        # one thread: nothing is split
     # every op of the block split in two (gelu, softmax and layer_norm: by their C kernels)
     assert two == ([2] * (7 if fast_kernels.loaded() else 4) if SETTER is not None else [])
