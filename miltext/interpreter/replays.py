@@ -77,10 +77,14 @@ class Chain:
         self.layout = layout
 
     def now(self, env) -> list | None:
-        """The outside values' layout in `env` (None when one is no array)."""
+        """The outside values' layout in `env` (None when one is no array, or not there: the
+        steps' own reads say so, at their place)."""
         layout = []
         for name in self.outside:
-            v = env[name]
+            try:
+                v = env[name]
+            except KeyError:
+                return None
             if type(v) is not np.ndarray:
                 return None
             layout.append((v.shape, v.strides, v.dtype))
@@ -118,7 +122,7 @@ class _Flat:
             made = [place() for _ in step.names]
             slot.update(zip(step.names, made))
             frees = tuple(slot.pop(name) for name in step.drops if name in slot)
-            self.program.append((step.replay.compute, itemgetter(*ins) if ins else _NONE, len(ins) != 1,
+            self.program.append((step.replay.compute, itemgetter(*ins) if ins else _no_inputs, len(ins) != 1,
                                  made[0] if len(made) == 1 else tuple(made), frees))
         self.outputs = [read(name) for name in outputs]
 
@@ -145,7 +149,7 @@ class _Flat:
         return [values[index] for index in self.outputs]
 
 
-def _NONE(values) -> tuple:
+def _no_inputs(values) -> tuple:
     return ()
 
 
