@@ -361,6 +361,15 @@ get_pair(PyObject *xo, PyObject *oo, Py_ssize_t n, Py_buffer *x, Py_buffer *out)
     return 0;
 }
 
+/* x and out let go: None, what a function that wrote out gives. */
+static PyObject *
+released(Py_buffer *x, Py_buffer *out)
+{
+    PyBuffer_Release(x);
+    PyBuffer_Release(out);
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 gelu(PyObject *self, PyObject *args)
 {
@@ -372,9 +381,7 @@ gelu(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     gelu_run((const float *)x.buf, (float *)out.buf, x.len / 4, tanh_form);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&out);
-    Py_RETURN_NONE;
+    return released(&x, &out);
 }
 
 static PyObject *
@@ -394,9 +401,7 @@ softmax(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     softmax_run((const float *)x.buf, (float *)out.buf, x.len / 4, n);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&out);
-    Py_RETURN_NONE;
+    return released(&x, &out);
 }
 
 static PyObject *
