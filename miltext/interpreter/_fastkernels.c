@@ -451,6 +451,36 @@ no_gamma:
     return NULL;
 }
 
+/* The operands of a product as float32 buffers: w (the weight, or y) and x read, out written;
+ * -1 with an exception (and nothing held) if not. */
+static int
+get_product(PyObject *wo, PyObject *xo, PyObject *oo, const char *w_name, Py_buffer *w, Py_buffer *x,
+            Py_buffer *out)
+{
+    if (get_f32(wo, w, 0, w_name) < 0)
+        return -1;
+    if (get_f32(xo, x, 0, "x") < 0) {
+        PyBuffer_Release(w);
+        return -1;
+    }
+    if (get_f32(oo, out, 1, "out") < 0) {
+        PyBuffer_Release(x);
+        PyBuffer_Release(w);
+        return -1;
+    }
+    return 0;
+}
+
+/* A product's buffers let go; `result` given back (NULL after an error). */
+static PyObject *
+released_product(Py_buffer *w, Py_buffer *x, Py_buffer *out, PyObject *result)
+{
+    PyBuffer_Release(out);
+    PyBuffer_Release(x);
+    PyBuffer_Release(w);
+    return result;
+}
+
 static PyObject *
 linear(PyObject *self, PyObject *args)
 {
@@ -464,39 +494,24 @@ linear(PyObject *self, PyObject *args)
         return NULL;
     }
     int have_b = bo != Py_None;
-    if (get_f32(wo, &w, 0, "weight") < 0)
+    if (get_product(wo, xo, oo, "weight", &w, &x, &out) < 0)
         return NULL;
-    if (get_f32(xo, &x, 0, "x") < 0)
-        goto no_x;
-    if (get_f32(oo, &out, 1, "out") < 0)
-        goto no_out;
     if (have_b && get_f32(bo, &b, 0, "bias") < 0)
-        goto no_bias;
+        return released_product(&w, &x, &out, NULL);
     Py_ssize_t m = x.len / 4 / k;
-    if (x.len != m * k * 4 || w.len != k * n * 4 || out.len != m * n * 4 || (have_b && b.len != n * 4)) {
+    PyObject *result = NULL;
+    if (x.len != m * k * 4 || w.len != k * n * 4 || out.len != m * n * 4 || (have_b && b.len != n * 4))
         PyErr_SetString(PyExc_ValueError, "x must be rows of k, weight k rows of n, out rows of n, bias n values");
-        goto fail;
+    else {
+        Py_BEGIN_ALLOW_THREADS
+        linear_run((const float *)x.buf, (const float *)w.buf, have_b ? (const float *)b.buf : NULL,
+                   (float *)out.buf, m, k, n);
+        Py_END_ALLOW_THREADS
+        result = Py_NewRef(Py_None);
     }
-    Py_BEGIN_ALLOW_THREADS
-    linear_run((const float *)x.buf, (const float *)w.buf, have_b ? (const float *)b.buf : NULL,
-               (float *)out.buf, m, k, n);
-    Py_END_ALLOW_THREADS
     if (have_b)
         PyBuffer_Release(&b);
-    PyBuffer_Release(&out);
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&w);
-    Py_RETURN_NONE;
-fail:
-    if (have_b)
-        PyBuffer_Release(&b);
-no_bias:
-    PyBuffer_Release(&out);
-no_out:
-    PyBuffer_Release(&x);
-no_x:
-    PyBuffer_Release(&w);
-    return NULL;
+    return released_product(&w, &x, &out, result);
 }
 
 static PyObject *
@@ -512,37 +527,21 @@ matmul(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "m, k and n must be positive");
         return NULL;
     }
-    if (get_f32(wo, &w, 0, "y") < 0)
+    if (get_product(wo, xo, oo, "y", &w, &x, &out) < 0)
         return NULL;
-    if (get_f32(xo, &x, 0, "x") < 0)
-        goto no_x;
-    if (get_f32(oo, &out, 1, "out") < 0)
-        goto no_out;
     Py_ssize_t count = x.len / 4 / (m * k);
     if (x.len != count * m * k * 4 || w.len != count * k * n * 4 || out.len != count * m * n * 4) {
         PyErr_SetString(PyExc_ValueError, "x, y and out must be as many matrices of m by k, k by n and m by n");
-        goto fail;
+        return released_product(&w, &x, &out, NULL);
     }
     float *scratch = NULL;       /* one matrix of y laid out as k rows of n (its size is checked) */
-    if (swap_y && (scratch = PyMem_RawMalloc((size_t)(k * n) * sizeof(float))) == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
+    if (swap_y && (scratch = PyMem_RawMalloc((size_t)(k * n) * sizeof(float))) == NULL)
+        return released_product(&w, &x, &out, PyErr_NoMemory());
     Py_BEGIN_ALLOW_THREADS
     matmul_run((const float *)x.buf, (const float *)w.buf, (float *)out.buf, count, m, k, n, scratch);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(scratch);
-    PyBuffer_Release(&out);
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&w);
-    Py_RETURN_NONE;
-fail:
-    PyBuffer_Release(&out);
-no_out:
-    PyBuffer_Release(&x);
-no_x:
-    PyBuffer_Release(&w);
-    return NULL;
+    return released_product(&w, &x, &out, Py_NewRef(Py_None));
 }
 
 /* Which loops run: "avx512", "avx2" or "plain" (chosen at load; the tests name it). */
