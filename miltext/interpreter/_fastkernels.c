@@ -294,6 +294,113 @@ matmul_loop(const float *xs, const float *ws, float *ys, Py_ssize_t count, Py_ss
     }
 }
 
+/* ---- Winograd F(2x2, 3x3): a 3x3 convolution of stride 1 as 16 products of 2.25 times fewer
+ * multiply-adds. Each 2x2 block of outputs is Y = A' [(G g G') . (B' d B)] A over the 4x4
+ * window d under it (Lavin and Gray, 2015); the transforms below are B', G and A' written out.
+ * The 16 products between them are the BLAS's (the caller's). ---- */
+
+/* u (16 planes of kc) = G g G' of each of the kc 3x3 kernels of ws (kc times 9 values), in
+ * blocks of 64 kernels laid side by side, so the arithmetic runs in vectors, and gathered in
+ * `block` before they are stored: the planes lie a power of two apart as often as not, and 16
+ * stores a kernel to them would fight over one set of the cache. */
+INLINE void
+winograd_weight_loop(const float *restrict ws, float *restrict u, Py_ssize_t kc)
+{
+    float g[9][64] = {{0}}, block[16][64];
+    for (Py_ssize_t i0 = 0; i0 < kc; i0 += 64) {
+        int count = kc - i0 < 64 ? (int)(kc - i0) : 64;
+        for (int i = 0; i < count; i++)                   /* the block's kernels side by side */
+            for (int e = 0; e < 9; e++)
+                g[e][i] = ws[9 * (i0 + i) + e];
+        for (int i = 0; i < 64; i++) {                    /* (vectorized across the kernels) */
+            float gg[4][3];                                   /* G g: 4 rows of 3 */
+            for (int col = 0; col < 3; col++) {
+                float a = g[col][i], b = g[3 + col][i], c = g[6 + col][i], half = 0.5f * (a + c);
+                gg[0][col] = a, gg[1][col] = half + 0.5f * b, gg[2][col] = half - 0.5f * b, gg[3][col] = c;
+            }
+            for (int r = 0; r < 4; r++) {                     /* then times G' */
+                float a = gg[r][0], b = gg[r][1], c = gg[r][2], half = 0.5f * (a + c);
+                block[4 * r][i] = a, block[4 * r + 1][i] = half + 0.5f * b;
+                block[4 * r + 2][i] = half - 0.5f * b, block[4 * r + 3][i] = c;
+            }
+        }
+        for (int p = 0; p < 16; p++)
+            memcpy(u + p * kc + i0, block[p], (size_t)count * sizeof(float));
+    }
+}
+
+/* v (16 planes of c channels of rows x tw tiles) = B' d B of the 4x4 windows of the tile rows
+ * row0 .. row0 + rows of xs (c channels of h x w) under `top` and `left` rows and columns of
+ * zeros: tile (r, j) reads rows 2r - top .. + 3 and columns 2j - left .. + 3. `line` holds
+ * 4 rows of 2 tw + 2 values. */
+INLINE void
+winograd_in_loop(const float *restrict xs, float *restrict v, Py_ssize_t c, Py_ssize_t h, Py_ssize_t w,
+                 Py_ssize_t top, Py_ssize_t left, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw,
+                 float *restrict line)
+{
+    Py_ssize_t width = 2 * tw + 2, plane = c * rows * tw;
+    Py_ssize_t first = left < width ? left : width;                     /* columns of zeros before x */
+    Py_ssize_t inside = w < width - first ? w : width - first;          /* columns of x read */
+    for (Py_ssize_t ch = 0; ch < c; ch++)
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            float *l[4];
+            for (int i = 0; i < 4; i++) {
+                l[i] = line + i * width;
+                Py_ssize_t y = 2 * (row0 + r) + i - top;
+                memset(l[i], 0, (size_t)width * sizeof(float));
+                if (y >= 0 && y < h && inside > 0)
+                    memcpy(l[i] + first, xs + (ch * h + y) * w, (size_t)inside * sizeof(float));
+            }
+            for (Py_ssize_t x = 0; x < width; x++) {            /* B' d: the rows combined */
+                float a = l[0][x], b = l[1][x], cc = l[2][x], d = l[3][x];
+                l[0][x] = a - cc, l[3][x] = b - d, l[1][x] = b + cc, l[2][x] = cc - b;
+            }
+            float *out = v + (ch * rows + r) * tw;
+            for (int i = 0; i < 4; i++)                             /* then the columns */
+                for (Py_ssize_t j = 0; j < tw; j++) {
+                    const float *t = l[i] + 2 * j;
+                    out[(4 * i + 0) * plane + j] = t[0] - t[2];
+                    out[(4 * i + 1) * plane + j] = t[1] + t[2];
+                    out[(4 * i + 2) * plane + j] = t[2] - t[1];
+                    out[(4 * i + 3) * plane + j] = t[1] - t[3];
+                }
+        }
+}
+
+/* ys (k channels of ho x wo) rows 2 row0 .. 2 (row0 + rows) = A' m A plus bs (or NULL) of the
+ * tiles in m (16 planes of k channels of rows x tw tiles); the outputs past ho and wo (the
+ * last tiles' overhang) dropped. `line` holds 2 rows of 2 tw values. */
+INLINE void
+winograd_out_loop(const float *restrict m, const float *restrict bs, float *restrict ys, Py_ssize_t k,
+                  Py_ssize_t ho, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw,
+                  float *restrict line)
+{
+    Py_ssize_t plane = k * rows * tw, width = 2 * tw < wo ? 2 * tw : wo;
+    for (Py_ssize_t ch = 0; ch < k; ch++) {
+        float bias = bs != NULL ? bs[ch] : 0.0f;
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            const float *p = m + (ch * rows + r) * tw;
+            for (Py_ssize_t j = 0; j < tw; j++) {
+                float s[4], d[4];                                   /* A' m: the rows combined */
+                for (int b = 0; b < 4; b++) {
+                    float m1 = p[(4 + b) * plane + j], m2 = p[(8 + b) * plane + j];
+                    s[b] = p[b * plane + j] + m1 + m2;
+                    d[b] = m1 - m2 - p[(12 + b) * plane + j];
+                }
+                line[2 * j] = s[0] + s[1] + s[2] + bias;            /* then the columns */
+                line[2 * j + 1] = s[1] - s[2] - s[3] + bias;
+                line[2 * tw + 2 * j] = d[0] + d[1] + d[2] + bias;
+                line[2 * tw + 2 * j + 1] = d[1] - d[2] - d[3] + bias;
+            }
+            for (int i = 0; i < 2; i++) {
+                Py_ssize_t y = 2 * (row0 + r) + i;
+                if (y < ho)
+                    memcpy(ys + (ch * ho + y) * wo, line + i * 2 * tw, (size_t)width * sizeof(float));
+            }
+        }
+    }
+}
+
 /* Each loop compiled for the baseline and, where possible, for AVX2 and AVX-512. */
 #define VARIANT(name, attributes, params, args) \
     static attributes void name params { name##_loop args; }
@@ -307,13 +414,23 @@ matmul_loop(const float *xs, const float *ws, float *ys, Py_ssize_t count, Py_ss
     VARIANT(linear##suffix, attributes, (const float *xs, const float *ws, const float *bs, float *ys, \
             Py_ssize_t m, Py_ssize_t k, Py_ssize_t n), (xs, ws, bs, ys, m, k, n)) \
     VARIANT(matmul##suffix, attributes, (const float *xs, const float *ws, float *ys, Py_ssize_t count, \
-            Py_ssize_t m, Py_ssize_t k, Py_ssize_t n, float *scratch), (xs, ws, ys, count, m, k, n, scratch))
+            Py_ssize_t m, Py_ssize_t k, Py_ssize_t n, float *scratch), (xs, ws, ys, count, m, k, n, scratch)) \
+    VARIANT(winograd_weight##suffix, attributes, (const float *ws, float *u, Py_ssize_t kc), (ws, u, kc)) \
+    VARIANT(winograd_in##suffix, attributes, (const float *xs, float *v, Py_ssize_t c, Py_ssize_t h, \
+            Py_ssize_t w, Py_ssize_t top, Py_ssize_t left, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw, \
+            float *line), (xs, v, c, h, w, top, left, row0, rows, tw, line)) \
+    VARIANT(winograd_out##suffix, attributes, (const float *m, const float *bs, float *ys, Py_ssize_t k, \
+            Py_ssize_t ho, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw, float *line), \
+            (m, bs, ys, k, ho, wo, row0, rows, tw, line))
 
 #define gelu_plain_loop gelu_loop
 #define softmax_plain_loop softmax_loop
 #define layer_norm_plain_loop layer_norm_loop
 #define linear_plain_loop(...) linear_loop(__VA_ARGS__, 0)
 #define matmul_plain_loop(...) matmul_loop(__VA_ARGS__, 0)
+#define winograd_weight_plain_loop winograd_weight_loop
+#define winograd_in_plain_loop winograd_in_loop
+#define winograd_out_plain_loop winograd_out_loop
 LOOPS(_plain, )
 #if WIDE_VARIANTS
 #define gelu_avx2_loop gelu_loop
@@ -321,11 +438,17 @@ LOOPS(_plain, )
 #define layer_norm_avx2_loop layer_norm_loop
 #define linear_avx2_loop(...) linear_loop(__VA_ARGS__, 0)
 #define matmul_avx2_loop(...) matmul_loop(__VA_ARGS__, 0)
+#define winograd_weight_avx2_loop winograd_weight_loop
+#define winograd_in_avx2_loop winograd_in_loop
+#define winograd_out_avx2_loop winograd_out_loop
 #define gelu_avx512_loop gelu_loop
 #define softmax_avx512_loop softmax_loop
 #define layer_norm_avx512_loop layer_norm_loop
 #define linear_avx512_loop(...) linear_loop(__VA_ARGS__, 1)
 #define matmul_avx512_loop(...) matmul_loop(__VA_ARGS__, 1)
+#define winograd_weight_avx512_loop winograd_weight_loop
+#define winograd_in_avx512_loop winograd_in_loop
+#define winograd_out_avx512_loop winograd_out_loop
 LOOPS(_avx2, AVX2)
 LOOPS(_avx512, AVX512)
 #endif
@@ -338,13 +461,17 @@ static void (*linear_run)(const float *, const float *, const float *, float *, 
                           Py_ssize_t) = linear_plain;
 static void (*matmul_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                           Py_ssize_t, float *) = matmul_plain;
+static void (*winograd_weight_run)(const float *, float *, Py_ssize_t) = winograd_weight_plain;
+static void (*winograd_in_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                               Py_ssize_t, Py_ssize_t, Py_ssize_t, float *) = winograd_in_plain;
+static void (*winograd_out_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                                Py_ssize_t, Py_ssize_t, Py_ssize_t, float *) = winograd_out_plain;
 
 /* ---- the Python functions ---- */
 
-/* x and out as float32 buffers of one size (out writable), a whole number of rows of n when
- * n > 0; -1 with an exception (and nothing held) if not. */
+/* x read and out written, as float32 buffers; -1 with an exception (and nothing held) if not. */
 static int
-get_pair(PyObject *xo, PyObject *oo, Py_ssize_t n, Py_buffer *x, Py_buffer *out)
+get_two(PyObject *xo, PyObject *oo, Py_buffer *x, Py_buffer *out)
 {
     if (get_f32(xo, x, 0, "x") < 0)
         return -1;
@@ -352,6 +479,16 @@ get_pair(PyObject *xo, PyObject *oo, Py_ssize_t n, Py_buffer *x, Py_buffer *out)
         PyBuffer_Release(x);
         return -1;
     }
+    return 0;
+}
+
+/* x and out as float32 buffers of one size (out writable), a whole number of rows of n when
+ * n > 0; -1 with an exception (and nothing held) if not. */
+static int
+get_pair(PyObject *xo, PyObject *oo, Py_ssize_t n, Py_buffer *x, Py_buffer *out)
+{
+    if (get_two(xo, oo, x, out) < 0)
+        return -1;
     if (out->len != x->len || (n > 0 && (x->len / 4) % n != 0)) {
         PyBuffer_Release(x);
         PyBuffer_Release(out);
@@ -544,6 +681,106 @@ matmul(PyObject *self, PyObject *args)
     return released_product(&w, &x, &out, Py_NewRef(Py_None));
 }
 
+/* Past any real tensor's size, below what twice it could overflow: the bound on offsets. */
+#define FAR ((Py_ssize_t)1 << 40)
+
+/* Whether a buffer of `bytes` holds exactly a * b * c * d float32 values (every factor
+ * positive), worked out by division: no product can overflow. */
+static int
+holds(Py_ssize_t bytes, Py_ssize_t a, Py_ssize_t b, Py_ssize_t c, Py_ssize_t d)
+{
+    Py_ssize_t factors[4] = {a, b, c, d}, n = bytes / 4;
+    if (bytes % 4)
+        return 0;
+    for (int i = 0; i < 4; i++) {
+        if (factors[i] <= 0 || n % factors[i])
+            return 0;
+        n /= factors[i];
+    }
+    return n == 1;
+}
+
+static PyObject *
+winograd_weight(PyObject *self, PyObject *args)
+{
+    PyObject *wo, *uo;
+    Py_buffer w, u;
+    if (!PyArg_ParseTuple(args, "OO", &wo, &uo) || get_two(wo, uo, &w, &u) < 0)
+        return NULL;
+    Py_ssize_t kc = w.len / 36;
+    if (!holds(w.len, kc, 9, 1, 1) || !holds(u.len, kc, 16, 1, 1)) {
+        PyErr_SetString(PyExc_ValueError, "weight must be 3x3 kernels, u 16 values for each");
+        PyBuffer_Release(&w);
+        PyBuffer_Release(&u);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    winograd_weight_run((const float *)w.buf, (float *)u.buf, kc);
+    Py_END_ALLOW_THREADS
+    return released(&w, &u);
+}
+
+static PyObject *
+winograd_in(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *vo;
+    Py_ssize_t c, h, w, top, left, row0, rows, tw;
+    Py_buffer x, v;
+    if (!PyArg_ParseTuple(args, "OOnnnnnnnn", &xo, &vo, &c, &h, &w, &top, &left, &row0, &rows, &tw)
+        || get_two(xo, vo, &x, &v) < 0)
+        return NULL;
+    float *line = NULL;
+    if (!holds(x.len, c, h, w, 1) || !holds(v.len, 16, c, rows, tw) || top < 0 || left < 0 || row0 < 0
+        || top > FAR || left > FAR || row0 > FAR)
+        PyErr_SetString(PyExc_ValueError, "x must be c channels of h x w, v 16 planes of c x rows x tw");
+    else if ((line = PyMem_RawMalloc((size_t)(2 * tw + 2) * 4 * sizeof(float))) == NULL)
+        PyErr_NoMemory();
+    else {
+        Py_BEGIN_ALLOW_THREADS
+        winograd_in_run((const float *)x.buf, (float *)v.buf, c, h, w, top, left, row0, rows, tw, line);
+        Py_END_ALLOW_THREADS
+        PyMem_RawFree(line);
+        return released(&x, &v);
+    }
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&v);
+    return NULL;
+}
+
+static PyObject *
+winograd_out(PyObject *self, PyObject *args)
+{
+    PyObject *mo, *bo, *yo;
+    Py_ssize_t k, ho, wo, row0, rows, tw;
+    Py_buffer m, y, b = {0};
+    if (!PyArg_ParseTuple(args, "OOOnnnnnn", &mo, &bo, &yo, &k, &ho, &wo, &row0, &rows, &tw)
+        || get_two(mo, yo, &m, &y) < 0)
+        return NULL;
+    int have_b = bo != Py_None;
+    float *line = NULL;
+    PyObject *result = NULL;
+    if (have_b && get_f32(bo, &b, 0, "bias") < 0)
+        have_b = 0;
+    else if (!holds(m.len, 16, k, rows, tw) || !holds(y.len, k, ho, wo, 1) || (have_b && !holds(b.len, k, 1, 1, 1))
+             || row0 < 0 || row0 > FAR)
+        PyErr_SetString(PyExc_ValueError, "m must be 16 planes of k x rows x tw, y k channels of ho x wo, bias k values");
+    else if ((line = PyMem_RawMalloc((size_t)tw * 4 * sizeof(float))) == NULL)
+        PyErr_NoMemory();
+    else {
+        Py_BEGIN_ALLOW_THREADS
+        winograd_out_run((const float *)m.buf, have_b ? (const float *)b.buf : NULL, (float *)y.buf, k, ho, wo,
+                         row0, rows, tw, line);
+        Py_END_ALLOW_THREADS
+        PyMem_RawFree(line);
+        result = Py_NewRef(Py_None);
+    }
+    if (have_b)
+        PyBuffer_Release(&b);
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&y);
+    return result;
+}
+
 /* Which loops run: "avx512", "avx2" or "plain" (chosen at load; the tests name it). */
 static const char *variant = "plain";
 
@@ -564,6 +801,14 @@ static PyMethodDef methods[] = {
     {"matmul", matmul, METH_VARARGS,
      "matmul(x, y, out, m, k, n, swap_y): each m by k matrix of x times its k by n matrix of y (given as n by k "
      "when swap_y) into out."},
+    {"winograd_weight", winograd_weight, METH_VARARGS,
+     "winograd_weight(w, u): G g G' of each 3x3 kernel of w into u (16 planes of one value a kernel)."},
+    {"winograd_in", winograd_in, METH_VARARGS,
+     "winograd_in(x, v, c, h, w, top, left, row0, rows, tw): B' d B of the 4x4 windows of tile rows row0 .. "
+     "row0 + rows of x (c x h x w, under top and left rows and columns of zeros) into v (16 x c x rows x tw)."},
+    {"winograd_out", winograd_out, METH_VARARGS,
+     "winograd_out(m, bias, y, k, ho, wo, row0, rows, tw): A' m A plus bias of the tiles in m (16 x k x rows "
+     "x tw) into output rows 2 row0 .. of y (k x ho x wo)."},
     {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
     {NULL, NULL, 0, NULL},
 };
@@ -581,11 +826,15 @@ PyInit__fastkernels(void)
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         gelu_run = gelu_avx512, softmax_run = softmax_avx512, layer_norm_run = layer_norm_avx512;
         linear_run = linear_avx512, matmul_run = matmul_avx512;
+        winograd_weight_run = winograd_weight_avx512, winograd_in_run = winograd_in_avx512;
+        winograd_out_run = winograd_out_avx512;
         variant = "avx512";
     }
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         gelu_run = gelu_avx2, softmax_run = softmax_avx2, layer_norm_run = layer_norm_avx2;
         linear_run = linear_avx2, matmul_run = matmul_avx2;
+        winograd_weight_run = winograd_weight_avx2, winograd_in_run = winograd_in_avx2;
+        winograd_out_run = winograd_out_avx2;
         variant = "avx2";
     }
 #endif

@@ -9,7 +9,9 @@ import numpy as np
 from .. import parallel
 from ..blas_threads import sized
 from ..errors import RunError
+from ..fast_kernels import usable
 from ..registry import kernel
+from . import winograd
 from .linear import wide
 
 
@@ -163,17 +165,24 @@ def conv_quantized(a):
 
 def _conv(a, weight):
     x = np.asarray(a("x"))
+    xf = wide(x)              # computed in fp32 at least
     n = x.ndim - 2
     kernel_shape = weight.shape[2:]
     strides = a.ints("strides", None) or [1] * n
     dilations = a.ints("dilations", None) or [1] * n
     groups = a.scalar("groups", 1)
     around = pads(a, x.shape[2:], kernel_shape, strides, dilations)
-    a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
-    inside = padded(wide(x), around) if any(b or e for b, e in around) else wide(x)
-    a.allow(windows(inside, kernel_shape, strides, dilations).shape[:2 + n], 8, "the output")
     bias = a("bias", None)
-    y = correlate(inside, weight, strides, dilations, groups, None if bias is None else wide(bias))
+    bias = None if bias is None else wide(bias)
+    native = usable(a, xf)
+    if winograd.takes(native, xf, weight, strides, dilations, groups, around):
+        a.allow((x.shape[0], weight.shape[0]) + tuple(n + b + e - 2 for n, (b, e) in zip(x.shape[2:], around)), 4,
+                "the output")
+        return winograd.correlate(a, native, xf, weight, around, bias).astype(x.dtype, copy=False)
+    a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
+    inside = padded(xf, around) if any(b or e for b, e in around) else xf
+    a.allow(windows(inside, kernel_shape, strides, dilations).shape[:2 + n], 8, "the output")
+    y = correlate(inside, weight, strides, dilations, groups, bias)
     return y.astype(x.dtype, copy=False)
 
 
