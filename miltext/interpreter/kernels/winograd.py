@@ -12,21 +12,25 @@ import numpy as np
 from .. import parallel
 from ..blas_threads import sized
 
-# Tiles (2x2 outputs) a run must have for the transform of the weights to pay: ResNet-18's
-# 14x14 layers (49 tiles) gain 10%, its 7x7 layers (16) lose 50%.
+# Tiles (2x2 outputs) each thread must have for the transform of the weights (on one thread)
+# to pay: ResNet-18's 14x14 layers (49 tiles) gain 10% on one thread and lose on two, its 7x7
+# layers (16) lose 50%.
 _TILES = 36
 _BUDGET = 1 << 25       # bytes of transformed windows and products held at once (as conv's)
 
 
 def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
     """Whether the C transforms run this conv: 2-D, fp32, groups 1, a 3x3 kernel of stride and
-    dilation 1, enough tiles."""
+    dilation 1, enough tiles for each of the threads it would be shared among."""
     if native is None or x.ndim != 4 or weight.shape[2:] != (3, 3) or groups != 1 or weight.dtype != np.float32:
         return False
     if list(strides) != [1, 1] or list(dilations) != [1, 1] or weight.shape[1] != x.shape[1]:
         return False
     ho, wo = (size + b + e - 2 for size, (b, e) in zip(x.shape[2:], around))
-    return ho > 0 and wo > 0 and x.shape[0] * -(-ho // 2) * -(-wo // 2) >= _TILES
+    if ho <= 0 or wo <= 0:
+        return False
+    tiles = x.shape[0] * -(-ho // 2) * -(-wo // 2)
+    return tiles >= _TILES * parallel.threads(16 * tiles * weight.shape[0] * weight.shape[1], parallel.PIECE)
 
 
 def correlate(a, native, x, weight, around, bias=None):
