@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
 /* the loops' selects (NaN kept, clamps, the sign of x) made branch-free so GCC vectorizes
@@ -781,6 +782,52 @@ winograd_out(PyObject *self, PyObject *args)
     return result;
 }
 
+/* spin(signal, seen, seconds): waits, without the GIL and without sleeping, until signal[0]
+ * (an int64 buffer another thread writes) is no longer `seen` or `seconds` (at most 1) pass;
+ * whether it changed. A worker thread that sleeps between the pieces it is handed takes
+ * 30-60 us to wake, and runs its next piece on a core the machine clocked down: parallel.py
+ * spins its workers between a run's pieces. */
+static PyObject *
+spin(PyObject *self, PyObject *args)
+{
+    PyObject *so;
+    long long seen;
+    double seconds;
+    Py_buffer signal;
+    if (!PyArg_ParseTuple(args, "OLd", &so, &seen, &seconds))
+        return NULL;
+    if (PyObject_GetBuffer(so, &signal, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    size_t kind = signal.format != NULL ? strlen(signal.format) : 0;
+    if (signal.itemsize != 8 || signal.len < 8 || kind == 0 || strchr("lq", signal.format[kind - 1]) == NULL) {
+        PyBuffer_Release(&signal);
+        PyErr_SetString(PyExc_TypeError, "signal must be an int64 buffer");
+        return NULL;
+    }
+    seconds = seconds < 0 ? 0 : seconds > 1 ? 1 : seconds;
+    int changed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (unsigned long i = 0;; i++) {
+        if (__atomic_load_n((const int64_t *)signal.buf, __ATOMIC_ACQUIRE) != seen) {
+            changed = 1;
+            break;
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (i % 64 == 63) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) >= seconds)
+                break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&signal);
+    return PyBool_FromLong(changed);
+}
+
 /* Which loops run: "avx512", "avx2" or "plain" (chosen at load; the tests name it). */
 static const char *variant = "plain";
 
@@ -809,6 +856,9 @@ static PyMethodDef methods[] = {
     {"winograd_out", winograd_out, METH_VARARGS,
      "winograd_out(m, bias, y, k, ho, wo, row0, rows, tw): A' m A plus bias of the tiles in m (16 x k x rows "
      "x tw) into output rows 2 row0 .. of y (k x ho x wo)."},
+    {"spin", spin, METH_VARARGS,
+     "spin(signal, seen, seconds): waits without sleeping until signal[0] (int64) is not seen, or the time "
+     "passes; whether it changed."},
     {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
     {NULL, NULL, 0, NULL},
 };
