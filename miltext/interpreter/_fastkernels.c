@@ -402,6 +402,58 @@ winograd_out_loop(const float *restrict m, const float *restrict bs, float *rest
     }
 }
 
+/* The larger of a and b, NaN when either is (as NumPy's maximum). */
+INLINE float
+max_nan(float a, float b)
+{
+    return a > b || a != a ? a : b;
+}
+
+/* ys (planes of ho x wo) = the max over each kh x kw window, stride sh x sw, of xs (planes of
+ * h x w) under `top` rows and `left` columns of padding that never wins (-inf): the window
+ * clipped to x (a window wholly in padding gives -inf). Per output row, the input rows under
+ * it are reduced into `line`, its windows of kw into the next w values of `line` (both passes
+ * in vectors, branch-free), which are then picked at the stride. */
+INLINE void
+max_pool_loop(const float *restrict xs, float *restrict ys, Py_ssize_t planes, Py_ssize_t h, Py_ssize_t w,
+              Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t top, Py_ssize_t left,
+              Py_ssize_t ho, Py_ssize_t wo, float *restrict line)
+{
+    for (Py_ssize_t p = 0; p < planes; p++)
+        for (Py_ssize_t oy = 0; oy < ho; oy++) {
+            float *out = ys + (p * ho + oy) * wo;
+            Py_ssize_t y0 = oy * sh - top, y1 = y0 + kh < h ? y0 + kh : h;
+            y0 = y0 < 0 ? 0 : y0;
+            if (y0 >= y1) {                                 /* rows of padding only */
+                for (Py_ssize_t ox = 0; ox < wo; ox++)
+                    out[ox] = -INFINITY;
+                continue;
+            }
+            memcpy(line, xs + (p * h + y0) * w, (size_t)w * sizeof(float));
+            for (Py_ssize_t iy = y0 + 1; iy < y1; iy++) {
+                const float *row = xs + (p * h + iy) * w;
+                for (Py_ssize_t i = 0; i < w; i++)
+                    line[i] = max_nan(line[i], row[i]);
+            }
+            float *slide = line + w;                        /* slide[i]: the max of line[i .. i + kw) */
+            memcpy(slide, line, (size_t)w * sizeof(float));
+            for (Py_ssize_t j = 1; j < kw; j++)
+                for (Py_ssize_t i = 0; i + j < w; i++)
+                    slide[i] = max_nan(slide[i], line[i + j]);
+            for (Py_ssize_t ox = 0; ox < wo; ox++) {
+                Py_ssize_t x0 = ox * sw - left;
+                if (x0 >= 0)                                /* past the row: padding only */
+                    out[ox] = x0 < w ? slide[x0] : -INFINITY;
+                else {                                      /* a window that starts in the padding */
+                    float m = -INFINITY;
+                    for (Py_ssize_t i = 0; i < x0 + kw && i < w; i++)
+                        m = max_nan(m, line[i]);
+                    out[ox] = m;
+                }
+            }
+        }
+}
+
 /* Each loop compiled for the baseline and, where possible, for AVX2 and AVX-512. */
 #define VARIANT(name, attributes, params, args) \
     static attributes void name params { name##_loop args; }
@@ -422,7 +474,11 @@ winograd_out_loop(const float *restrict m, const float *restrict bs, float *rest
             float *line), (xs, v, c, h, w, top, left, row0, rows, tw, line)) \
     VARIANT(winograd_out##suffix, attributes, (const float *m, const float *bs, float *ys, Py_ssize_t k, \
             Py_ssize_t ho, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw, float *line), \
-            (m, bs, ys, k, ho, wo, row0, rows, tw, line))
+            (m, bs, ys, k, ho, wo, row0, rows, tw, line)) \
+    VARIANT(max_pool##suffix, attributes, (const float *xs, float *ys, Py_ssize_t planes, Py_ssize_t h, \
+            Py_ssize_t w, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t top, \
+            Py_ssize_t left, Py_ssize_t ho, Py_ssize_t wo, float *line), \
+            (xs, ys, planes, h, w, kh, kw, sh, sw, top, left, ho, wo, line))
 
 #define gelu_plain_loop gelu_loop
 #define softmax_plain_loop softmax_loop
@@ -432,6 +488,7 @@ winograd_out_loop(const float *restrict m, const float *restrict bs, float *rest
 #define winograd_weight_plain_loop winograd_weight_loop
 #define winograd_in_plain_loop winograd_in_loop
 #define winograd_out_plain_loop winograd_out_loop
+#define max_pool_plain_loop max_pool_loop
 LOOPS(_plain, )
 #if WIDE_VARIANTS
 #define gelu_avx2_loop gelu_loop
@@ -442,6 +499,7 @@ LOOPS(_plain, )
 #define winograd_weight_avx2_loop winograd_weight_loop
 #define winograd_in_avx2_loop winograd_in_loop
 #define winograd_out_avx2_loop winograd_out_loop
+#define max_pool_avx2_loop max_pool_loop
 #define gelu_avx512_loop gelu_loop
 #define softmax_avx512_loop softmax_loop
 #define layer_norm_avx512_loop layer_norm_loop
@@ -450,6 +508,7 @@ LOOPS(_plain, )
 #define winograd_weight_avx512_loop winograd_weight_loop
 #define winograd_in_avx512_loop winograd_in_loop
 #define winograd_out_avx512_loop winograd_out_loop
+#define max_pool_avx512_loop max_pool_loop
 LOOPS(_avx2, AVX2)
 LOOPS(_avx512, AVX512)
 #endif
@@ -465,6 +524,9 @@ static void (*matmul_run)(const float *, const float *, float *, Py_ssize_t, Py_
 static void (*winograd_weight_run)(const float *, float *, Py_ssize_t) = winograd_weight_plain;
 static void (*winograd_in_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                                Py_ssize_t, Py_ssize_t, Py_ssize_t, float *) = winograd_in_plain;
+static void (*max_pool_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                            Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, float *)
+    = max_pool_plain;
 static void (*winograd_out_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                                 Py_ssize_t, Py_ssize_t, Py_ssize_t, float *) = winograd_out_plain;
 
@@ -684,6 +746,8 @@ matmul(PyObject *self, PyObject *args)
 
 /* Past any real tensor's size, below what twice it could overflow: the bound on offsets. */
 #define FAR ((Py_ssize_t)1 << 40)
+/* Past any real kernel or stride: an output index times one stays far from overflow. */
+#define WINDOW ((Py_ssize_t)1 << 20)
 
 /* Whether a buffer of `bytes` holds exactly a * b * c * d float32 values (every factor
  * positive), worked out by division: no product can overflow. */
@@ -782,6 +846,34 @@ winograd_out(PyObject *self, PyObject *args)
     return result;
 }
 
+static PyObject *
+max_pool(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *yo;
+    Py_ssize_t planes, h, w, kh, kw, sh, sw, top, left, ho, wo;
+    Py_buffer x, y;
+    if (!PyArg_ParseTuple(args, "OOnnnnnnnnnnn", &xo, &yo, &planes, &h, &w, &kh, &kw, &sh, &sw, &top, &left, &ho,
+                          &wo) || get_two(xo, yo, &x, &y) < 0)
+        return NULL;
+    float *line = NULL;
+    if (!holds(x.len, planes, h, w, 1) || !holds(y.len, planes, ho, wo, 1) || kh <= 0 || kw <= 0 || sh <= 0
+        || sw <= 0 || top < 0 || left < 0 || kh > WINDOW || kw > WINDOW || sh > WINDOW || sw > WINDOW || top > FAR
+        || left > FAR)
+        PyErr_SetString(PyExc_ValueError, "x must be planes of h x w, y planes of ho x wo; kernel and strides positive");
+    else if ((line = PyMem_RawMalloc((size_t)w * 2 * sizeof(float))) == NULL)
+        PyErr_NoMemory();
+    else {
+        Py_BEGIN_ALLOW_THREADS
+        max_pool_run((const float *)x.buf, (float *)y.buf, planes, h, w, kh, kw, sh, sw, top, left, ho, wo, line);
+        Py_END_ALLOW_THREADS
+        PyMem_RawFree(line);
+        return released(&x, &y);
+    }
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&y);
+    return NULL;
+}
+
 /* spin(signal, seen, seconds): waits, without the GIL and without sleeping, until signal[0]
  * (an int64 buffer another thread writes) is no longer `seen` or `seconds` (at most 1) pass;
  * whether it changed. A worker thread that sleeps between the pieces it is handed takes
@@ -856,6 +948,9 @@ static PyMethodDef methods[] = {
     {"winograd_out", winograd_out, METH_VARARGS,
      "winograd_out(m, bias, y, k, ho, wo, row0, rows, tw): A' m A plus bias of the tiles in m (16 x k x rows "
      "x tw) into output rows 2 row0 .. of y (k x ho x wo)."},
+    {"max_pool", max_pool, METH_VARARGS,
+     "max_pool(x, y, planes, h, w, kh, kw, sh, sw, top, left, ho, wo): the max of each window of x (planes of h x w "
+     "under top and left padding) into y (planes of ho x wo)."},
     {"spin", spin, METH_VARARGS,
      "spin(signal, seen, seconds): waits without sleeping until signal[0] (int64) is not seen, or the time "
      "passes; whether it changed."},
@@ -877,14 +972,14 @@ PyInit__fastkernels(void)
         gelu_run = gelu_avx512, softmax_run = softmax_avx512, layer_norm_run = layer_norm_avx512;
         linear_run = linear_avx512, matmul_run = matmul_avx512;
         winograd_weight_run = winograd_weight_avx512, winograd_in_run = winograd_in_avx512;
-        winograd_out_run = winograd_out_avx512;
+        winograd_out_run = winograd_out_avx512, max_pool_run = max_pool_avx512;
         variant = "avx512";
     }
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         gelu_run = gelu_avx2, softmax_run = softmax_avx2, layer_norm_run = layer_norm_avx2;
         linear_run = linear_avx2, matmul_run = matmul_avx2;
         winograd_weight_run = winograd_weight_avx2, winograd_in_run = winograd_in_avx2;
-        winograd_out_run = winograd_out_avx2;
+        winograd_out_run = winograd_out_avx2, max_pool_run = max_pool_avx2;
         variant = "avx2";
     }
 #endif

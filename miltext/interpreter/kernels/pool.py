@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import parallel
 from ..errors import RunError
+from ..fast_kernels import usable
 from ..registry import kernel
 from .conv import padded, pads, windows
 from .linear import wide
@@ -89,6 +90,9 @@ def max_pool(a):
     lead = x.ndim - len(spatial)
     sizes = [(size + b + e - k) // s + 1 for size, (b, e), k, s in zip(x.shape[lead:], spatial, kernel_shape, strides)]
     share = parallel.threads(x.size, _SHARE) if x.flags.c_contiguous and min(sizes) > 0 else 1
+    native = usable(a, x) if len(spatial) == 2 and min(sizes) > 0 else None
+    if native is not None:
+        return _native_max_pool(native, x, kernel_shape, strides, spatial, sizes, share)
     if share == 1:
         return _max_by_dim(padded(wide(x), spatial, -np.inf), kernel_shape, strides).astype(x.dtype, copy=False)
     # the channels (every dim before the spatial ones, as one) shared among the threads, each
@@ -100,6 +104,24 @@ def max_pool(a):
         _max_by_dim(padded(wide(rows[start:stop]), spatial, -np.inf), kernel_shape, strides, into=y[start:stop])
     parallel.split(len(rows), run, share)
     return y.reshape(x.shape[:lead] + y.shape[1:]).astype(x.dtype, copy=False)
+
+
+def _native_max_pool(native, x, kernel_shape, strides, spatial, sizes, share: int):
+    """max_pool of a C-contiguous fp32 x over its last two dims by the C kernel (the padding
+    read in place, as never winning), its planes shared among the run's threads."""
+    h, w = x.shape[-2:]
+    planes = x.reshape(-1, h, w)
+    y = np.empty((len(planes), *sizes), np.float32)
+    (top, _), (left, _) = spatial
+
+    def run(start: int, stop: int) -> None:
+        native.max_pool(planes[start:stop], y[start:stop], stop - start, h, w, *kernel_shape, *strides, top, left,
+                        *sizes)
+    if share > 1:
+        parallel.split(len(planes), run, share)
+    else:
+        run(0, len(planes))
+    return y.reshape(x.shape[:-2] + tuple(sizes))
 
 
 @kernel("avg_pool")
