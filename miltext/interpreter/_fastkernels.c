@@ -1,7 +1,9 @@
 /* fp32 kernels of the interpreter (miltext.interpreter.fast_kernels): layer_norm over the last
  * axis, gelu (exact and tanh forms) and softmax over the last axis, each one pass in C where
- * NumPy takes a dozen calls; and the small products of linear and matmul, where the BLAS spends
- * more on packing its operands than on their arithmetic. Every function takes C-contiguous float32 buffers (the caller
+ * NumPy takes a dozen calls; the small products of linear and matmul, where the BLAS spends
+ * more on packing its operands than on their arithmetic; 2-D max pools; the transforms of
+ * Winograd's 3x3 convolutions; and the spin its worker threads wait in between a run's pieces.
+ * Every function takes C-contiguous float32 buffers (the caller
  * checks; anything else raises TypeError or ValueError here and the caller keeps to NumPy),
  * writes `out` (which may be `x` itself), and returns None. No NumPy headers: the buffer
  * protocol only. The loops are bounded by the buffers' sizes and run without the GIL. */

@@ -1,14 +1,14 @@
-"""The optional C kernels (`_fastkernels`: layer_norm, gelu and softmax over the last axis, on
-C-contiguous float32 arrays). A run asks for them once (`loaded`: None where they are not
+"""The optional C kernels (`_fastkernels`: layer_norm, gelu and softmax over the last axis,
+small products, 2-D max pools and Winograd's transforms, on C-contiguous float32 arrays). A run asks for them once (`loaded`: None where they are not
 built or MILTEXT_PURE_PYTHON=1 turns them off); each kernel then asks `usable` whether they
 take its array, else the NumPy code runs, to the same results within float32 rounding. The
-kernels let go of the GIL: a big array's rows are shared among a run's threads (`by_rows`)."""
+kernels let go of the GIL: a big array's rows are shared among a run's threads
+(`parallel.by_rows`)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..native import pure_python
-from . import parallel
 
 try:     # by its full name: the module, not the package that is still being imported
     import miltext.interpreter._fastkernels as _fastkernels
@@ -28,14 +28,3 @@ def usable(a, x):
     if native is None or type(x) is not np.ndarray or x.dtype != np.float32 or not x.size or not x.flags.c_contiguous:
         return None
     return native
-
-
-def by_rows(fn, x, y, piece: int, width: int | None = None):
-    """fn(x_part, y_part) (a C kernel) over bands of rows of x and y (C-contiguous, of one
-    shape; rows of `width` elements, x's last axis unless given), shared among the run's
-    threads when each gets `piece` elements (a hand-off costs ~40 us); gives y."""
-    share = parallel.threads(x.size, piece)
-    if share > 1:
-        return parallel.rows(fn, x, y, share, width)
-    fn(x, y)
-    return y

@@ -18,6 +18,7 @@ from queue import SimpleQueue
 import numpy as np
 
 from . import blas_threads
+from .fast_kernels import loaded
 
 
 def threads(work: int, enough: int) -> int:
@@ -81,6 +82,17 @@ def rows(fn, x, out, pieces: int, width: int | None = None):
         fn(x2[start:stop], out2[start:stop])
     split(len(x2), part, pieces)
     return out
+
+
+def by_rows(fn, x, y, piece: int, width: int | None = None):
+    """fn(x_part, y_part) (a C kernel) over bands of rows of x and y (C-contiguous, of one
+    shape; rows of `width` elements, x's last axis unless given), shared among the run's
+    threads when each gets `piece` elements (a hand-off costs ~40 us); gives y."""
+    share = threads(x.size, piece)
+    if share > 1:
+        return rows(fn, x, y, share, width)
+    fn(x, y)
+    return y
 
 
 # Multiply-adds a thread's part of a product must have: half of what blas_threads would
@@ -180,7 +192,6 @@ class _Pool:
         setter = blas_threads._local_setter()
         if setter is not None:
             setter(1)                       # the pieces share the cores: one BLAS thread each
-        from .fast_kernels import loaded
         while True:
             native = loaded()
             if native is not None:     # awake a while for the next piece (seen read first: a

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .. import parallel
-from ..fast_kernels import by_rows, usable
+from ..fast_kernels import usable
 from ..registry import kernel
 from .elementwise import gelu_exact
 from .linear import wide
@@ -134,7 +134,7 @@ def gelu(a):
         tanh = mode != "EXACT"
 
         def compute(x):
-            return by_rows(lambda part, out: native.gelu(part, out, tanh), x, np.empty_like(x), _PIECE)
+            return parallel.by_rows(lambda part, out: native.gelu(part, out, tanh), x, np.empty_like(x), _PIECE)
         return a.replayable(compute, "x")(x)
     if mode == "TANH_APPROXIMATION":
         y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -147,7 +147,7 @@ def gelu(a):
 
 def _native_softmax(native, n: int):
     def compute(x):
-        return by_rows(lambda part, out: native.softmax(part, out, n), x, np.empty_like(x), _PIECE)
+        return parallel.by_rows(lambda part, out: native.softmax(part, out, n), x, np.empty_like(x), _PIECE)
     return compute
 
 

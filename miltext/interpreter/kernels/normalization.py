@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import RunError
-from ..fast_kernels import by_rows, usable
+from ..fast_kernels import usable
+from ..parallel import by_rows
 from ..registry import kernel
 from .linear import wide
 
