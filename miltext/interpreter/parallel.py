@@ -60,6 +60,17 @@ def split(count: int, work, pieces: int) -> None:
             raise task.error
 
 
+def bands(count: int, work, pieces: int, macs: int) -> None:
+    """work(start, stop) over range(count) (bands of a convolution's products): shared among
+    `pieces` threads, or on the calling thread with the BLAS threads a product of `macs`
+    multiply-adds takes."""
+    if pieces > 1:
+        split(count, work, pieces)
+    else:
+        with blas_threads.sized(macs):
+            work(0, count)
+
+
 def chunks(fn, inputs: tuple, out, pieces: int):
     """fn(*inputs, out=out) taken over `pieces` chunks of the flat elements; each input is
     C-contiguous of out's shape, or 0-dimensional."""

@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from .. import parallel
-from ..blas_threads import sized
 from ..errors import RunError
 from ..fast_kernels import usable
 from ..registry import kernel
@@ -115,11 +114,7 @@ def correlate(padded, weight, strides, dilations, groups: int, bias=None):
             np.matmul(w, cols, out=part)
             if bias is not None:
                 part += bias
-    if share > 1:
-        parallel.split(len(bands), run, share)
-    else:
-        with sized(macs):
-            run(0, len(bands))
+    parallel.bands(len(bands), run, share, macs)
     return y
 
 

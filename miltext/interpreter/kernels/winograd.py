@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import parallel
-from ..blas_threads import sized
 
 # Tiles (2x2 outputs) each thread must have for the transform of the weights (on one thread)
 # to pay: ResNet-18's 14x14 layers (49 tiles) gain 10% on one thread and lose on two, its 7x7
@@ -64,9 +63,5 @@ def correlate(a, native, x, weight, around, bias=None):
             native.winograd_in(x[i], v, c, h, w, top, left, row0, rows, tw)
             m = np.matmul(u, v)
             native.winograd_out(m, bias, y[i], k, ho, wo, row0, rows, tw)
-    if share > 1:
-        parallel.split(len(bands), run, share)
-    else:
-        with sized(macs):
-            run(0, len(bands))
+    parallel.bands(len(bands), run, share, macs)
     return y
