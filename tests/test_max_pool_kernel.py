@@ -51,6 +51,7 @@ class Counting:
     ((1, 5, 11, 11), dict(kernel_sizes="[3, 3]", strides="[2, 2]", pad_type='"valid"', ceil_mode="true")),
     ((3, 1, 6, 7), dict(kernel_sizes="[6, 7]", strides="[1, 1]", pad_type='"valid"')),
     ((1, 2, 5, 5), dict(kernel_sizes="[1, 1]", strides="[1, 1]", pad_type='"valid"')),
+    ((1, 1, 4, 4), dict(kernel_sizes="[1, 2]", strides="[4194304, 3]", pad_type='"valid"')),   # one row of windows
 ])
 def test_the_c_kernel_gives_the_numpy_paths_result(monkeypatch, shape, attrs):
     x = RNG.standard_normal(shape).astype(np.float32)
@@ -105,7 +106,7 @@ def test_the_c_function_refuses_what_it_cannot_take():
     with pytest.raises(ValueError):
         _fastkernels.max_pool(x, y, 2, 4, 4, 0, 2, 2, 2, 0, 0, 2, 2)
     with pytest.raises(ValueError):
-        _fastkernels.max_pool(x, y, 2, 4, 4, 2, 2, 1 << 40, 2, 0, 0, 2, 2)    # a stride past any kernel's
+        _fastkernels.max_pool(x, y, 2, 4, 4, 2, 2, 1 << 40, 2, 0, 0, 2, 2)    # 2 rows 2^40 apart: past any tensor
     with pytest.raises(ValueError):
         _fastkernels.max_pool(x, y, 2, 4, 4, 2, 2, 2, 2, -1, 0, 2, 2)
     with pytest.raises(TypeError):

@@ -748,8 +748,6 @@ matmul(PyObject *self, PyObject *args)
 
 /* Past any real tensor's size, below what twice it could overflow: the bound on offsets. */
 #define FAR ((Py_ssize_t)1 << 40)
-/* Past any real kernel or stride: an output index times one stays far from overflow. */
-#define WINDOW ((Py_ssize_t)1 << 20)
 
 /* Whether a buffer of `bytes` holds exactly a * b * c * d float32 values (every factor
  * positive), worked out by division: no product can overflow. */
@@ -859,7 +857,7 @@ max_pool(PyObject *self, PyObject *args)
         return NULL;
     float *line = NULL;
     if (!holds(x.len, planes, h, w, 1) || !holds(y.len, planes, ho, wo, 1) || kh <= 0 || kw <= 0 || sh <= 0
-        || sw <= 0 || top < 0 || left < 0 || kh > WINDOW || kw > WINDOW || sh > WINDOW || sw > WINDOW || top > FAR
+        || sw <= 0 || top < 0 || left < 0 || kh > FAR || kw > FAR || sh > FAR / ho || sw > FAR / wo || top > FAR
         || left > FAR)
         PyErr_SetString(PyExc_ValueError, "x must be planes of h x w, y planes of ho x wo; kernel and strides positive");
     else if ((line = PyMem_RawMalloc((size_t)w * 2 * sizeof(float))) == NULL)

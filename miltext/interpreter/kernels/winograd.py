@@ -21,7 +21,8 @@ _BUDGET = 1 << 25       # bytes of transformed windows and products held at once
 def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
     """Whether the C transforms run this conv: 2-D, fp32, groups 1, a 3x3 kernel of stride and
     dilation 1, enough tiles for each of the threads it would be shared among."""
-    if native is None or x.ndim != 4 or weight.shape[2:] != (3, 3) or groups != 1 or weight.dtype != np.float32:
+    if (native is None or x.ndim != 4 or weight.shape[2:] != (3, 3) or groups != 1 or weight.dtype != np.float32
+            or not weight.size):
         return False
     if list(strides) != [1, 1] or list(dilations) != [1, 1] or weight.shape[1] != x.shape[1]:
         return False
