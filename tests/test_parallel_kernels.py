@@ -324,6 +324,45 @@ def test_the_spin_ends_when_the_signal_changes_or_the_time_is_up():
         native.spin(np.zeros(1, np.float64), 0, 0.01)
 
 
+def test_the_spin_says_done_first_when_asked():
+    native = require_native("miltext.interpreter._fastkernels")
+    signal, done = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    assert native.spin(signal, 0, 0.0, done) is False and done[0] == 1
+    done[0] = 0
+    assert native.spin(signal, 3, 1.0, done) is True and done[0] == 1    # changed already: said all the same
+    with pytest.raises(TypeError):
+        native.spin(signal, 0, 0.0, np.zeros(1, np.int32))
+    frozen = np.zeros(1, np.int64)
+    frozen.flags.writeable = False
+    with pytest.raises((TypeError, BufferError, ValueError)):
+        native.spin(signal, 0, 0.0, frozen)
+    assert frozen[0] == 0
+
+
+def test_the_caller_waits_awake_for_a_workers_part(monkeypatch):
+    """Asleep, a caller took ~90 us to wake when the worker's part ended last; awake, it sees
+    the worker's word once the worker has let go of the GIL."""
+    require_native("miltext.interpreter._fastkernels")
+    monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
+    parallel.split(2, lambda start, stop: None, 2)      # a worker made
+    time.sleep(0.01)
+    started, ran = threading.Event(), []
+
+    def part(start, stop):
+        if start:                       # the worker's: long, without the GIL
+            started.set()
+            time.sleep(0.05)
+        else:                           # the caller's: at once, once the worker has its part
+            assert started.wait(10)
+        ran.append(start)
+    before = time.thread_time()
+    parallel.split(2, part, 2)
+    waited = time.thread_time() - before
+    assert sorted(ran) == [0, 1]
+    assert waited >= 0.02, f"the caller used {waited * 1e3:.1f} ms of CPU while its worker's part ran: it slept"
+
+
 # ResNet-18's first layers at full size: a stem, a pool, a residual block, a stride-2 conv
 STEM = """main[CoreML7](%x: (1, 3, 224, 224, fp32), %w1: (64, 3, 7, 7, fp32), %w2: (64, 64, 3, 3, fp32),
                            %w3: (128, 64, 3, 3, fp32), %w4: (128, 128, 3, 3, fp32)) {

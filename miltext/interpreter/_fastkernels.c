@@ -874,31 +874,47 @@ max_pool(PyObject *self, PyObject *args)
     return NULL;
 }
 
-/* spin(signal, seen, seconds): waits, without the GIL and without sleeping, until signal[0]
- * (an int64 buffer another thread writes) is no longer `seen` or `seconds` (at most 1) pass;
- * whether it changed. A worker thread that sleeps between the pieces it is handed takes
- * 30-60 us to wake, and runs its next piece on a core the machine clocked down: parallel.py
- * spins its workers between a run's pieces. */
+/* spin(signal, seen, seconds[, done]): waits, without the GIL and without sleeping, until
+ * signal[0] (an int64 buffer another thread writes) is no longer `seen` or `seconds` (at most
+ * 1) pass; whether it changed. A worker thread that sleeps between the pieces it is handed
+ * takes 30-60 us to wake, and runs its next piece on a core the machine clocked down:
+ * parallel.py spins its workers between a run's pieces. `done` (an int64 buffer), when given,
+ * is set to 1 once the GIL is let go: a worker says its piece is finished so, and the thread
+ * spinning on that finds the GIL free (told while the worker held it, it slept on the GIL). */
+static int
+get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    size_t kind = view->format != NULL ? strlen(view->format) : 0;
+    if (view->itemsize != 8 || view->len < 8 || kind == 0 || strchr("lq", view->format[kind - 1]) == NULL) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s must be an int64 buffer", what);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 spin(PyObject *self, PyObject *args)
 {
-    PyObject *so;
+    PyObject *so, *doneo = NULL;
     long long seen;
     double seconds;
-    Py_buffer signal;
-    if (!PyArg_ParseTuple(args, "OLd", &so, &seen, &seconds))
+    Py_buffer signal, done;
+    if (!PyArg_ParseTuple(args, "OLd|O", &so, &seen, &seconds, &doneo))
         return NULL;
-    if (PyObject_GetBuffer(so, &signal, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (get_i64(so, &signal, 0, "signal") < 0)
         return NULL;
-    size_t kind = signal.format != NULL ? strlen(signal.format) : 0;
-    if (signal.itemsize != 8 || signal.len < 8 || kind == 0 || strchr("lq", signal.format[kind - 1]) == NULL) {
+    if (doneo != NULL && get_i64(doneo, &done, 1, "done") < 0) {
         PyBuffer_Release(&signal);
-        PyErr_SetString(PyExc_TypeError, "signal must be an int64 buffer");
         return NULL;
     }
     seconds = seconds < 0 ? 0 : seconds > 1 ? 1 : seconds;
     int changed = 0;
     Py_BEGIN_ALLOW_THREADS
+    if (doneo != NULL)
+        __atomic_store_n((int64_t *)done.buf, 1, __ATOMIC_RELEASE);
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (unsigned long i = 0;; i++) {
@@ -917,6 +933,8 @@ spin(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&signal);
+    if (doneo != NULL)
+        PyBuffer_Release(&done);
     return PyBool_FromLong(changed);
 }
 
@@ -952,8 +970,8 @@ static PyMethodDef methods[] = {
      "max_pool(x, y, planes, h, w, kh, kw, sh, sw, top, left, ho, wo): the max of each window of x (planes of h x w "
      "under top and left padding) into y (planes of ho x wo)."},
     {"spin", spin, METH_VARARGS,
-     "spin(signal, seen, seconds): waits without sleeping until signal[0] (int64) is not seen, or the time "
-     "passes; whether it changed."},
+     "spin(signal, seen, seconds[, done]): done[0] set to 1 (int64) once the GIL is let go, then waits "
+     "without sleeping until signal[0] (int64) is not seen, or the time passes; whether it changed."},
     {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
     {NULL, NULL, 0, NULL},
 };

@@ -47,12 +47,15 @@ def split(count: int, work, pieces: int) -> None:
         work(bounds[0], bounds[1])
     except BaseException as error:
         failed = error
+    native = loaded()
     for task in tasks:      # every part done before returning (they write into the caller's arrays)
         if task.take():     # no worker has started it (its core is busy): the caller runs it
             if failed is None:
                 task.run()
-        else:
-            task.done.wait()
+            continue
+        if native is not None:      # awake for the worker's word (woken from sleep, it took ~90 us)
+            native.spin(task.finished, 0, _AWAIT)
+        task.done.wait()
     if failed is not None:
         raise failed
     for task in tasks:
@@ -146,12 +149,14 @@ def matmul(x, y, out, pieces: int):
 
 class _Task:
     """A part of a split, run by the first thread to take it: a worker, or the caller once
-    its own part is done."""
-    __slots__ = ("work", "start", "stop", "done", "error", "taken")
+    its own part is done. `done` is set when it has run; `finished` is set to 1 by a worker
+    that ran it once the worker has let go of the GIL (what the caller spins on)."""
+    __slots__ = ("work", "start", "stop", "done", "error", "taken", "finished")
 
     def __init__(self, work, start: int, stop: int):
         self.work, self.start, self.stop = work, start, stop
         self.done, self.error, self.taken = threading.Event(), None, threading.Lock()
+        self.finished = np.zeros(1, np.int64)
 
     def take(self) -> bool:
         """Whether the calling thread is the first to take the task (it then runs it)."""
@@ -172,6 +177,9 @@ _CORES = blas_threads.cores()
 # pieces took 20-80% longer than the caller's same-sized ones); a run's gaps between shared ops
 # are shorter than this.
 _SPIN = 0.002
+# Seconds a caller waits awake for a worker's piece (its own core has nothing else to do); past
+# that it sleeps.
+_AWAIT = 0.05
 
 
 class _Pool:
@@ -203,15 +211,21 @@ class _Pool:
         setter = blas_threads._local_setter()
         if setter is not None:
             setter(1)                       # the pieces share the cores: one BLAS thread each
+        finished = None                     # the last task's word to its caller, given in the spin
         while True:
             native = loaded()
             if native is not None:     # awake a while for the next piece (seen read first: a
                 seen = int(self.signal[0])      # hand-off after it ends the spin at once)
-                if self.queue.empty():
-                    native.spin(self.signal, seen, _SPIN)
+                wait = _SPIN if self.queue.empty() else 0.0
+                if finished is None:
+                    native.spin(self.signal, seen, wait)
+                else:
+                    native.spin(self.signal, seen, wait, finished)
+            finished = None
             task = self.queue.get()
             if task.take():
                 task.run()
+                finished = task.finished
 
     def _forked(self) -> None:
         """A forked child has none of its parent's threads: it makes its own."""
