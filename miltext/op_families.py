@@ -27,6 +27,7 @@ OTHER_MODULES = {
     "ranks": "the ranks ops of several families need (checker)",
     "common": "helpers of the checker's shape rules, no rules",
     "winograd": "conv's path for 3x3 kernels of stride 1 (Winograd's F(2x2, 3x3)), no ops",
+    "conv_bands": "conv's direct path in C (bands of output rows taken from a counter), no ops",
 }
 
 

@@ -76,3 +76,22 @@ def test_a_run_holds_one_thread_and_lends_the_rest_to_the_pool_unless_busy(monke
         assert local_threads(setter) == 2          # the caller's count, back after the run
     finally:
         setter(before)
+
+
+def test_the_sgemm_found_multiplies_as_numpy_does():
+    """blas_threads.sgemm gives the bundled OpenBLAS's cblas_sgemm and the width of its
+    integers: called through ctypes as the C kernels call it, it gives NumPy's product."""
+    import ctypes
+    found = blas_threads.sgemm()
+    if blas_threads._local_setter() is None:        # another BLAS: the C kernels never multiply
+        assert found is None
+        return
+    address, ilp64 = found
+    size = ctypes.c_int64 if ilp64 else ctypes.c_int
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, size, size, size, ctypes.c_float,
+                          ctypes.c_void_p, size, ctypes.c_void_p, size, ctypes.c_float, ctypes.c_void_p, size)(address)
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((5, 7), np.float32), rng.standard_normal((7, 3), np.float32)
+    c = np.full((5, 3), np.nan, np.float32)
+    fn(101, 111, 111, 5, 3, 7, 1.0, a.ctypes.data, 7, b.ctypes.data, 3, 0.0, c.ctypes.data, 3)   # row-major, as is
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-6)

@@ -3,11 +3,14 @@ batched product give the definition's results (held to float64) for every paddin
 batches, many channels and bands of tile rows; the same op run by the NumPy path agrees; convs
 the transforms do not take (strides, dilations, groups, other kernels, few tiles) keep to the
 direct path; the C functions refuse what they cannot take."""
+import os
+import threading
+
 import numpy as np
 import pytest
 
 import miltext
-from miltext.interpreter import fast_kernels, run
+from miltext.interpreter import blas_threads, fast_kernels, parallel, run
 from miltext.interpreter.kernels import winograd
 from support.native import require_native
 
@@ -16,15 +19,20 @@ RNG = np.random.default_rng(23)
 
 
 class Counting:
-    """The C module with a count of its winograd_in calls."""
+    """The C module with a count of its calls that transform windows: winograd_in (a band of
+    NumPy's products) and winograd_bands (a thread's bands taken from a counter)."""
 
     def __init__(self):
-        self.tiles = 0
+        self.calls = {"winograd_in": 0, "winograd_bands": 0}
+
+    @property
+    def tiles(self) -> int:
+        return sum(self.calls.values())
 
     def __getattr__(self, name):
         def call(*args):
-            if name == "winograd_in":
-                self.tiles += 1
+            if name in self.calls:
+                self.calls[name] += 1
             return getattr(_fastkernels, name)(*args)
         return call
 
@@ -35,6 +43,19 @@ def counted(monkeypatch):
     monkeypatch.setattr(fast_kernels, "_fastkernels", counting)
     monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)
     return counting
+
+
+@pytest.fixture(params=["bands in C", "NumPy's products"])
+def path(request, monkeypatch):
+    """Each way the tile rows are taken: bands of one tile row taken from a counter by the C
+    kernels, which multiply with NumPy's OpenBLAS; or NumPy's batched products."""
+    if request.param == "bands in C":
+        if not fast_kernels.multiplies(_fastkernels):
+            pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
+        monkeypatch.setattr(parallel, "COLUMNS", 1)
+    else:
+        monkeypatch.setattr(fast_kernels, "_blas", False)
+    return request.param
 
 
 def conv(x, w, bias=None, dtype="fp32", **attrs):
@@ -69,12 +90,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("shape, out, attrs, pads, with_bias", CASES)
-def test_winograd_holds_to_the_definition(counted, shape, out, attrs, pads, with_bias):
+def test_winograd_holds_to_the_definition(counted, path, shape, out, attrs, pads, with_bias):
     x = RNG.standard_normal(shape).astype(np.float32)
     w = (RNG.standard_normal((out, shape[1], 3, 3)) / np.sqrt(9 * shape[1])).astype(np.float32)
     b = RNG.standard_normal(out).astype(np.float32) if with_bias else None
     got = conv(x, w, b, **attrs)
-    assert counted.tiles >= 1                                       # the transforms ran
+    taken = "winograd_bands" if path == "bands in C" else "winograd_in"
+    assert counted.calls[taken] >= 1 and counted.tiles == counted.calls[taken]     # the transforms ran
     want = definition(x, w, b, pads)
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -85,6 +107,7 @@ def test_winograd_holds_to_the_definition(counted, shape, out, attrs, pads, with
 
 
 def test_bands_of_tile_rows_give_the_whole_result(counted, monkeypatch):
+    monkeypatch.setattr(fast_kernels, "_blas", False)               # NumPy's batched products
     x = RNG.standard_normal((2, 6, 21, 10)).astype(np.float32)
     w = RNG.standard_normal((5, 6, 3, 3)).astype(np.float32)
     whole = conv(x, w, pad_type='"same"')
@@ -126,6 +149,106 @@ def test_grouped_and_few_tile_convs_keep_to_the_direct_path(counted):
     assert counted.tiles == 0
     np.testing.assert_allclose(got, definition(small, w[:, :1].repeat(4, axis=1), None, ((1, 1), (1, 1))),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_a_layer_of_few_tiles_shares_its_output_channels_on_two_threads(counted, monkeypatch):
+    """A 14x14 layer (49 tiles) of 96 outputs: on one thread, the direct path's rival is one
+    band of tile rows; on two, the threads share the output channels, each transforming its
+    own channels' weights, and so both take Winograd's path to the same result."""
+    setter = blas_threads._local_setter()
+    if setter is None:
+        pytest.skip("a BLAS other than NumPy's bundled OpenBLAS lends no threads")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
+    splits = []
+    split = parallel.split
+    monkeypatch.setattr(parallel, "split", lambda count, work, share: splits.append((count, share)) or
+                        split(count, work, share))
+    x = RNG.standard_normal((1, 64, 14, 14)).astype(np.float32)
+    w = (RNG.standard_normal((96, 64, 3, 3)) / 24).astype(np.float32)
+    b = RNG.standard_normal(96).astype(np.float32)
+    before = setter(2)
+    try:
+        shared = conv(x, w, b, pad_type='"same"')
+    finally:
+        setter(before)
+    assert splits == [(96, 2)] and counted.tiles == 1           # the channels shared; the windows once
+    before = setter(1)
+    try:
+        alone = conv(x, w, b, pad_type='"same"')
+    finally:
+        setter(before)
+    assert splits == [(96, 2)] and counted.tiles == 2           # one thread: one band of tile rows
+    np.testing.assert_allclose(shared, alone, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(shared, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
+
+
+def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
+    """winograd_bands runs the bands its counter has left: every one from 0, none once the
+    counter is past them, the last two from 6; two threads sharing a counter run each band
+    once between them, to the same bits as one thread."""
+    if not fast_kernels.multiplies(_fastkernels):
+        pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
+    x = RNG.standard_normal((2, 5, 13, 11)).astype(np.float32)
+    w = RNG.standard_normal((7, 5, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(7).astype(np.float32)
+    u = np.empty((16, 7, 5), np.float32)
+    _fastkernels.winograd_weight(w, u)
+    # 13 x 11 outputs under one row and column of zeros each side: 7 tile rows, 4 bands of 2 an image
+
+    def bands(counter, y):
+        return _fastkernels.winograd_bands(x, u, b, y, counter, 2, 5, 13, 11, 7, 13, 11, 1, 1, 2)
+    counter, y = np.zeros(1, np.int64), np.full((2, 7, 13, 11), np.nan, np.float32)
+    assert bands(counter, y) == 8
+    np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
+    kept = y.copy()
+    assert bands(counter, y) == 0
+    np.testing.assert_array_equal(y, kept)
+    late = np.full_like(y, np.nan)
+    assert bands(np.array([6]), late) == 2                            # image 1's last 2 bands: rows 8 ..
+    np.testing.assert_array_equal(late[1, :, 8:], y[1, :, 8:])
+    assert np.isnan(late[0]).all() and np.isnan(late[1, :, :8]).all()
+    shared, counter, ran = np.full_like(y, np.nan), np.zeros(1, np.int64), []
+    threads = [threading.Thread(target=lambda: ran.append(bands(counter, shared))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(ran) == 8
+    np.testing.assert_array_equal(shared, y)
+
+
+def test_bands_in_c_refuse_what_they_cannot_take():
+    if not fast_kernels.multiplies(_fastkernels):
+        pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
+    x, u = np.ones((1, 2, 6, 6), np.float32), np.ones((16, 3, 2), np.float32)
+    y, counter = np.empty((1, 3, 6, 6), np.float32), np.zeros(1, np.int64)
+
+    def bands(*args, x=x, u=u, y=y, counter=counter, bias=None):
+        return _fastkernels.winograd_bands(x, u, bias, y, counter, *args)
+    assert bands(1, 2, 6, 6, 3, 6, 6, 1, 1, 1) == 3                   # what it takes
+    with pytest.raises(ValueError):
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 1, 0, counter=np.zeros(1, np.int64))        # a band of no rows
+    with pytest.raises(ValueError):
+        bands(1, 2, 6, 6, 4, 6, 6, 1, 1, 1, counter=np.zeros(1, np.int64))        # u is not 16 x 4 x 2
+    with pytest.raises(ValueError):
+        bands(1, 2, 6, 6, 3, 6, 5, 1, 1, 1, counter=np.zeros(1, np.int64))        # y is not 3 x 6 x 5
+    with pytest.raises(ValueError):
+        bands(1, 2, 6, 6, 3, 6, 6, -1, 1, 1, counter=np.zeros(1, np.int64))
+    with pytest.raises(ValueError):
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 1, 1, counter=np.zeros(1, np.int64), bias=np.ones(2, np.float32))
+    with pytest.raises(TypeError):
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 1, 1, counter=np.zeros(1))                  # a float64 counter
+    with pytest.raises((TypeError, ValueError)):
+        frozen = np.zeros(1, np.int64)
+        frozen.flags.writeable = False
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 1, 1, counter=frozen)
+    _fastkernels.use_blas(0, False)
+    try:
+        with pytest.raises(RuntimeError, match="no BLAS"):
+            bands(1, 2, 6, 6, 3, 6, 6, 1, 1, 1, counter=np.zeros(1, np.int64))
+    finally:
+        _fastkernels.use_blas(*blas_threads.sgemm())
 
 
 def test_the_c_transforms_refuse_what_they_cannot_take():

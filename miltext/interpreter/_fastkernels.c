@@ -456,6 +456,43 @@ max_pool_loop(const float *restrict xs, float *restrict ys, Py_ssize_t planes, P
         }
 }
 
+/* cols (c kh kw rows of `rows` x wo values) = the windows under output rows row0 .. row0 + rows
+ * of xs (c channels of h x w): row (ch kh + i) kw + j holds, for output (r, q), the input at row
+ * (row0 + r) sh + i dh - top and column q sw + j dw - left, zero outside xs (the padding read
+ * in place). */
+INLINE void
+conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_ssize_t h, Py_ssize_t w,
+               const Py_ssize_t *restrict geometry, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows)
+{
+    Py_ssize_t kh = geometry[0], kw = geometry[1], sh = geometry[2], sw = geometry[3], dh = geometry[4];
+    Py_ssize_t dw = geometry[5], top = geometry[6], left = geometry[7];
+    float *out = cols;
+    for (Py_ssize_t ch = 0; ch < c; ch++)
+        for (Py_ssize_t i = 0; i < kh; i++)
+            for (Py_ssize_t j = 0; j < kw; j++) {
+                Py_ssize_t shift = j * dw - left;                   /* output column 0's input column */
+                Py_ssize_t q0 = shift >= 0 ? 0 : (sw - 1 - shift) / sw;     /* the first inside */
+                Py_ssize_t q1 = w > shift ? (w - shift + sw - 1) / sw : 0;   /* past the last inside */
+                q1 = q1 < wo ? q1 : wo;
+                q0 = q0 < q1 ? q0 : q1;
+                for (Py_ssize_t r = 0; r < rows; r++, out += wo) {
+                    Py_ssize_t y = (row0 + r) * sh + i * dh - top;
+                    if (y < 0 || y >= h) {
+                        memset(out, 0, (size_t)wo * sizeof(float));
+                        continue;
+                    }
+                    const float *line = xs + (ch * h + y) * w;
+                    memset(out, 0, (size_t)q0 * sizeof(float));
+                    if (sw == 1)
+                        memcpy(out + q0, line + q0 + shift, (size_t)(q1 - q0) * sizeof(float));
+                    else
+                        for (Py_ssize_t q = q0; q < q1; q++)
+                            out[q] = line[q * sw + shift];
+                    memset(out + q1, 0, (size_t)(wo - q1) * sizeof(float));
+                }
+            }
+}
+
 /* Each loop compiled for the baseline and, where possible, for AVX2 and AVX-512. */
 #define VARIANT(name, attributes, params, args) \
     static attributes void name params { name##_loop args; }
@@ -477,6 +514,9 @@ max_pool_loop(const float *restrict xs, float *restrict ys, Py_ssize_t planes, P
     VARIANT(winograd_out##suffix, attributes, (const float *m, const float *bs, float *ys, Py_ssize_t k, \
             Py_ssize_t ho, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw, float *line), \
             (m, bs, ys, k, ho, wo, row0, rows, tw, line)) \
+    VARIANT(conv_cols##suffix, attributes, (const float *xs, float *cols, Py_ssize_t c, Py_ssize_t h, \
+            Py_ssize_t w, const Py_ssize_t *geometry, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows), \
+            (xs, cols, c, h, w, geometry, wo, row0, rows)) \
     VARIANT(max_pool##suffix, attributes, (const float *xs, float *ys, Py_ssize_t planes, Py_ssize_t h, \
             Py_ssize_t w, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t top, \
             Py_ssize_t left, Py_ssize_t ho, Py_ssize_t wo, float *line), \
@@ -491,6 +531,7 @@ max_pool_loop(const float *restrict xs, float *restrict ys, Py_ssize_t planes, P
 #define winograd_in_plain_loop winograd_in_loop
 #define winograd_out_plain_loop winograd_out_loop
 #define max_pool_plain_loop max_pool_loop
+#define conv_cols_plain_loop conv_cols_loop
 LOOPS(_plain, )
 #if WIDE_VARIANTS
 #define gelu_avx2_loop gelu_loop
@@ -502,6 +543,7 @@ LOOPS(_plain, )
 #define winograd_in_avx2_loop winograd_in_loop
 #define winograd_out_avx2_loop winograd_out_loop
 #define max_pool_avx2_loop max_pool_loop
+#define conv_cols_avx2_loop conv_cols_loop
 #define gelu_avx512_loop gelu_loop
 #define softmax_avx512_loop softmax_loop
 #define layer_norm_avx512_loop layer_norm_loop
@@ -511,6 +553,7 @@ LOOPS(_plain, )
 #define winograd_in_avx512_loop winograd_in_loop
 #define winograd_out_avx512_loop winograd_out_loop
 #define max_pool_avx512_loop max_pool_loop
+#define conv_cols_avx512_loop conv_cols_loop
 LOOPS(_avx2, AVX2)
 LOOPS(_avx512, AVX512)
 #endif
@@ -529,6 +572,8 @@ static void (*winograd_in_run)(const float *, float *, Py_ssize_t, Py_ssize_t, P
 static void (*max_pool_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, float *)
     = max_pool_plain;
+static void (*conv_cols_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t *,
+                             Py_ssize_t, Py_ssize_t, Py_ssize_t) = conv_cols_plain;
 static void (*winograd_out_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                                 Py_ssize_t, Py_ssize_t, Py_ssize_t, float *) = winograd_out_plain;
 
@@ -895,6 +940,217 @@ get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what)
     return 0;
 }
 
+/* ---- Work taken in parts from a shared counter. Each thread of a split runs the same call,
+ * which takes parts (one fetch-and-add of counter[0], an int64 buffer the threads share) until
+ * none is left: a thread that started late or runs on a slower core takes fewer, and no part
+ * waits for the GIL. The products are the BLAS's, called from C (use_blas). ---- */
+
+/* cblas_sgemm of NumPy's OpenBLAS (ILP64 or not), set by use_blas; NULL until then. */
+typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                           const float *, int64_t, float, float *, int64_t);
+typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
+                           float *, int);
+static void *sgemm_address = NULL;
+static int sgemm_ilp64 = 0;
+
+/* c (m x n, rows ldc apart) = a (m x k) times b (k x n), row-major, a and b dense. */
+static void
+sgemm(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const float *a, const float *b, float *c, Py_ssize_t ldc)
+{
+    enum { ROW_MAJOR = 101, NO_TRANS = 111 };       /* cblas.h's values */
+    if (sgemm_ilp64)
+        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0f, a, k, b, n, 0.0f, c, ldc);
+    else
+        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b,
+                                    (int)n, 0.0f, c, (int)ldc);
+}
+
+static PyObject *
+use_blas(PyObject *self, PyObject *args)
+{
+    unsigned long long address;
+    int ilp64;
+    if (!PyArg_ParseTuple(args, "Kp", &address, &ilp64))
+        return NULL;
+    sgemm_address = (void *)(uintptr_t)address, sgemm_ilp64 = ilp64;
+    Py_RETURN_NONE;
+}
+
+/* The most floats a call's scratch may take (1 GB): a band's share of a product. */
+#define SCRATCH ((double)(1 << 28))
+
+/* The next part of `parts` from the shared counter, or -1 when none is left. */
+static Py_ssize_t
+next_part(int64_t *counter, Py_ssize_t parts)
+{
+    int64_t part = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+    return part < parts ? (Py_ssize_t)part : -1;
+}
+
+/* winograd_bands(x, u, bias, y, counter, band): Winograd's 3x3 correlation of x (n images of
+ * c x h x w) with the transformed weights u (16 x k x c), plus bias (k values, or None), into
+ * y (n images of k x ho x wo), under `top` and `left` rows and columns of zeros: bands of `band`
+ * tile rows taken from counter until none is left; the count this thread ran. */
+static PyObject *
+winograd_bands(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *uo, *bo, *yo, *co;
+    Py_ssize_t n, c, h, w, k, ho, wo, top, left, band;
+    Py_buffer x, u, y, counter, b = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOnnnnnnnnnn", &xo, &uo, &bo, &yo, &co, &n, &c, &h, &w, &k, &ho, &wo, &top,
+                          &left, &band))
+        return NULL;
+    if (sgemm_address == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no BLAS was given (use_blas)");
+        return NULL;
+    }
+    if (get_two(xo, yo, &x, &y) < 0)
+        return NULL;
+    if (get_f32(uo, &u, 0, "u") < 0) {
+        PyBuffer_Release(&x);
+        PyBuffer_Release(&y);
+        return NULL;
+    }
+    int have_b = bo != Py_None, have_counter = 0;
+    PyObject *result = NULL;
+    float *scratch = NULL;
+    if (have_b && get_f32(bo, &b, 0, "bias") < 0)
+        have_b = 0;
+    else if (get_i64(co, &counter, 1, "counter") < 0)
+        ;
+    else if ((have_counter = 1, ho <= 0 || wo <= 0 || band <= 0 || band > FAR || top < 0 || left < 0 || top > FAR
+              || left > FAR || !holds(x.len, n, c, h, w) || !holds(u.len, 16, k, c, 1)
+              || !holds(y.len, n, k, ho, wo) || (have_b && !holds(b.len, k, 1, 1, 1))))
+        PyErr_SetString(PyExc_ValueError, "x must be n images of c x h x w, u 16 x k x c, y n images of k x ho x wo, "
+                                          "bias k values; the band and padding positive");
+    else {
+        Py_ssize_t th = (ho + 1) / 2, tw = (wo + 1) / 2, rows = band < th ? band : th;
+        Py_ssize_t bands = (th + rows - 1) / rows, cols = rows * tw;
+        /* v (16 x c x cols), m (16 x k x cols) and a line for each transform: at most
+         * SCRATCH floats (the caller sizes the band far below), worked out in double */
+        double floats = 16.0 * (double)cols * (double)(c + k) + 12.0 * (double)tw + 8.0;
+        if (floats > SCRATCH || (!sgemm_ilp64 && (double)cols * (double)(c + k) > INT32_MAX))
+            PyErr_SetString(PyExc_ValueError, "a band of this conv's tiles is too big to hold: give fewer rows");
+        else if ((scratch = PyMem_RawMalloc((size_t)floats * sizeof(float))) == NULL)
+            PyErr_NoMemory();
+        else {
+            float *v = scratch, *m = v + (size_t)16 * cols * c, *in_line = m + (size_t)16 * cols * k;
+            float *out_line = in_line + (2 * tw + 2) * 4;
+            const float *us = u.buf, *bs = have_b ? b.buf : NULL;
+            Py_ssize_t ran = 0, part;
+            Py_BEGIN_ALLOW_THREADS
+            while ((part = next_part(counter.buf, n * bands)) >= 0) {
+                Py_ssize_t image = part / bands, row0 = part % bands * rows;
+                Py_ssize_t these = th - row0 < rows ? th - row0 : rows, width = these * tw;
+                winograd_in_run((const float *)x.buf + (size_t)image * c * h * w, v, c, h, w, top, left, row0,
+                                these, tw, in_line);
+                for (int p = 0; p < 16; p++)
+                    sgemm(k, width, c, us + (size_t)p * k * c, v + (size_t)p * c * width, m + (size_t)p * k * width,
+                          width);
+                winograd_out_run(m, bs, (float *)y.buf + (size_t)image * k * ho * wo, k, ho, wo, row0, these, tw,
+                                 out_line);
+                ran++;
+            }
+            Py_END_ALLOW_THREADS
+            result = PyLong_FromSsize_t(ran);
+        }
+    }
+    PyMem_RawFree(scratch);
+    if (have_counter)
+        PyBuffer_Release(&counter);
+    if (have_b)
+        PyBuffer_Release(&b);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&u);
+    PyBuffer_Release(&y);
+    return result;
+}
+
+/* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band): the correlation of x
+ * (n images of c x h x wd) with w (o x c x kh x kw), plus bias (o values, or None), into y (n
+ * images of o x ho x wo); geometry (int64: kh, kw, strides, dilations, top and left padding).
+ * Bands of `band` output rows taken from counter until none is left, each band's windows laid
+ * out in C (the padding read in place) and multiplied by the BLAS straight into y; the count
+ * this thread ran. */
+static PyObject *
+conv_bands(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *wo_, *bo, *yo, *co, *go;
+    Py_ssize_t n, c, h, wd, o, ho, wo, band;
+    Py_buffer x, w, y, counter, geometry, b = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnn", &xo, &wo_, &bo, &yo, &co, &go, &n, &c, &h, &wd, &o, &ho, &wo,
+                          &band))
+        return NULL;
+    if (sgemm_address == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no BLAS was given (use_blas)");
+        return NULL;
+    }
+    if (get_two(xo, yo, &x, &y) < 0)
+        return NULL;
+    if (get_f32(wo_, &w, 0, "w") < 0) {
+        PyBuffer_Release(&x);
+        PyBuffer_Release(&y);
+        return NULL;
+    }
+    int have_b = bo != Py_None, held = 0;       /* held: 1 the counter, 2 the geometry too */
+    PyObject *result = NULL;
+    float *cols = NULL;
+    const Py_ssize_t *g = NULL;
+    if (have_b && get_f32(bo, &b, 0, "bias") < 0)
+        have_b = 0;
+    else if (get_i64(co, &counter, 1, "counter") < 0)
+        ;
+    else if ((held = 1, get_i64(go, &geometry, 0, "geometry") < 0))
+        ;
+    else if ((held = 2, g = geometry.buf, geometry.len != 8 * 8))
+        PyErr_SetString(PyExc_ValueError, "geometry must be 8 values: kh, kw, sh, sw, dh, dw, top, left");
+    else if (ho <= 0 || wo <= 0 || band <= 0 || band > FAR || g[0] <= 0 || g[1] <= 0 || g[2] <= 0 || g[3] <= 0
+             || g[4] <= 0 || g[5] <= 0 || g[6] < 0 || g[7] < 0 || g[0] > FAR / g[4] || g[1] > FAR / g[5]
+             || g[2] > FAR / ho || g[3] > FAR / wo || g[6] > FAR || g[7] > FAR
+             || !holds(x.len, n, c, h, wd) || !holds(w.len, o, c, g[0], g[1]) || !holds(y.len, n, o, ho, wo)
+             || (have_b && !holds(b.len, o, 1, 1, 1)))
+        PyErr_SetString(PyExc_ValueError, "x must be n images of c x h x w, w o x c x kh x kw, y n images of "
+                                          "o x ho x wo, bias o values; kernel, strides, dilations and band positive");
+    else {
+        Py_ssize_t rows = band < ho ? band : ho, bands = (ho + rows - 1) / rows, depth = c * g[0] * g[1];
+        double floats = (double)depth * (double)rows * (double)wo;
+        if (floats > SCRATCH || (!sgemm_ilp64 && ((double)ho * (double)wo > INT32_MAX || floats > INT32_MAX
+                                                || (double)o > INT32_MAX)))
+            PyErr_SetString(PyExc_ValueError, "a band of this conv's windows is too big to hold: give fewer rows");
+        else if ((cols = PyMem_RawMalloc((size_t)floats * sizeof(float))) == NULL)
+            PyErr_NoMemory();
+        else {
+            const float *ws = w.buf, *bs = have_b ? b.buf : NULL;
+            Py_ssize_t ran = 0, part;
+            Py_BEGIN_ALLOW_THREADS
+            while ((part = next_part(counter.buf, n * bands)) >= 0) {
+                Py_ssize_t image = part / bands, row0 = part % bands * rows;
+                Py_ssize_t these = ho - row0 < rows ? ho - row0 : rows, width = these * wo;
+                float *out = (float *)y.buf + (size_t)image * o * ho * wo + (size_t)row0 * wo;
+                conv_cols_run((const float *)x.buf + (size_t)image * c * h * wd, cols, c, h, wd, g, wo, row0, these);
+                sgemm(o, width, depth, ws, cols, out, ho * wo);
+                for (Py_ssize_t ch = 0; bs != NULL && ch < o; ch++)
+                    for (Py_ssize_t i = 0; i < width; i++)
+                        out[ch * ho * wo + i] += bs[ch];
+                ran++;
+            }
+            Py_END_ALLOW_THREADS
+            result = PyLong_FromSsize_t(ran);
+        }
+    }
+    PyMem_RawFree(cols);
+    if (held >= 1)
+        PyBuffer_Release(&counter);
+    if (held >= 2)
+        PyBuffer_Release(&geometry);
+    if (have_b)
+        PyBuffer_Release(&b);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&y);
+    return result;
+}
+
 static PyObject *
 spin(PyObject *self, PyObject *args)
 {
@@ -972,6 +1228,16 @@ static PyMethodDef methods[] = {
     {"spin", spin, METH_VARARGS,
      "spin(signal, seen, seconds[, done]): done[0] set to 1 (int64) once the GIL is let go, then waits "
      "without sleeping until signal[0] (int64) is not seen, or the time passes; whether it changed."},
+    {"use_blas", use_blas, METH_VARARGS,
+     "use_blas(address, ilp64): the cblas_sgemm (64-bit integers when ilp64) the parts' products call."},
+    {"winograd_bands", winograd_bands, METH_VARARGS,
+     "winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band): Winograd's correlation of x "
+     "(n x c x h x w) with u (16 x k x c) plus bias into y (n x k x ho x wo), bands of `band` tile rows taken from "
+     "counter[0] (int64) until none is left; the count this call ran."},
+    {"conv_bands", conv_bands, METH_VARARGS,
+     "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band): x (n x c x h x w) correlated with "
+     "w (o x c x kh x kw) plus bias into y (n x o x ho x wo), geometry (int64) kh, kw, strides, dilations, top, "
+     "left; bands of `band` output rows taken from counter[0] until none is left; the count this call ran."},
     {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
     {NULL, NULL, 0, NULL},
 };
@@ -990,14 +1256,14 @@ PyInit__fastkernels(void)
         gelu_run = gelu_avx512, softmax_run = softmax_avx512, layer_norm_run = layer_norm_avx512;
         linear_run = linear_avx512, matmul_run = matmul_avx512;
         winograd_weight_run = winograd_weight_avx512, winograd_in_run = winograd_in_avx512;
-        winograd_out_run = winograd_out_avx512, max_pool_run = max_pool_avx512;
+        winograd_out_run = winograd_out_avx512, max_pool_run = max_pool_avx512, conv_cols_run = conv_cols_avx512;
         variant = "avx512";
     }
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         gelu_run = gelu_avx2, softmax_run = softmax_avx2, layer_norm_run = layer_norm_avx2;
         linear_run = linear_avx2, matmul_run = matmul_avx2;
         winograd_weight_run = winograd_weight_avx2, winograd_in_run = winograd_in_avx2;
-        winograd_out_run = winograd_out_avx2, max_pool_run = max_pool_avx2;
+        winograd_out_run = winograd_out_avx2, max_pool_run = max_pool_avx2, conv_cols_run = conv_cols_avx2;
         variant = "avx2";
     }
 #endif

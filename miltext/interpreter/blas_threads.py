@@ -21,18 +21,47 @@ SMALL = 1 << 22          # multiply-adds: below this a product runs on one threa
 
 
 @cache
-def _local_setter():
-    """OpenBLAS's openblas_set_num_threads_local (it returns the count it replaces), or None."""
+def _openblas():
+    """The OpenBLAS NumPy's wheels bundle (a ctypes.CDLL), or None (another BLAS)."""
     import numpy as np
     folder = os.path.dirname(os.path.abspath(np.__file__))
     for path in sorted(glob.glob(os.path.join(folder + ".libs", "lib*openblas*.so*"))
                        + glob.glob(os.path.join(folder, ".dylibs", "lib*openblas*.dylib"))):
         try:
-            fn = ctypes.CDLL(path).openblas_set_num_threads_local
-        except (OSError, AttributeError):
+            lib = ctypes.CDLL(path)
+        except OSError:
             continue
-        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
-        return fn
+        if hasattr(lib, "openblas_set_num_threads_local"):
+            return lib
+    return None
+
+
+@cache
+def _local_setter():
+    """OpenBLAS's openblas_set_num_threads_local (it returns the count it replaces), or None."""
+    lib = _openblas()
+    if lib is None:
+        return None
+    fn = lib.openblas_set_num_threads_local
+    fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+    return fn
+
+
+# cblas_sgemm's names in the OpenBLAS builds NumPy's wheels have bundled: 64-bit integers
+# (NumPy 2's scipy-openblas64, NumPy 1's openblas64_), then 32-bit ones.
+_SGEMMS = (("scipy_cblas_sgemm64_", True), ("cblas_sgemm64_", True), ("scipy_cblas_sgemm", False),
+           ("cblas_sgemm", False))
+
+
+@cache
+def sgemm() -> tuple | None:
+    """(address, whether its integers are 64-bit) of the bundled OpenBLAS's cblas_sgemm, for
+    C kernels that multiply without the GIL; None where NumPy's BLAS is another."""
+    lib = _openblas()
+    for name, ilp64 in _SGEMMS if lib is not None else ():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            return ctypes.cast(fn, ctypes.c_void_p).value, ilp64
     return None
 
 

@@ -3,12 +3,14 @@ small products, 2-D max pools and Winograd's transforms, on C-contiguous float32
 built or MILTEXT_PURE_PYTHON=1 turns them off); each kernel then asks `usable` whether they
 take its array, else the NumPy code runs, to the same results within float32 rounding. The
 kernels let go of the GIL: a big array's rows are shared among a run's threads
-(`parallel.by_rows`)."""
+(`parallel.by_rows`), and a few kernels take their parts from a counter the threads share,
+multiplying with NumPy's own BLAS (`multiplies`)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..native import pure_python
+from . import blas_threads
 
 try:     # by its full name: the module, not the package that is still being imported
     import miltext.interpreter._fastkernels as _fastkernels
@@ -19,6 +21,21 @@ except ImportError:  # not built: no C compiler, or a source tree that was never
 def loaded():
     """The C kernels module, or None (not built, or turned off by the environment)."""
     return None if _fastkernels is None or pure_python() else _fastkernels
+
+
+def multiplies(native) -> bool:
+    """Whether the C kernels `native` can multiply matrices themselves: given, on first asking,
+    the cblas_sgemm of NumPy's bundled OpenBLAS (none where NumPy's BLAS is another)."""
+    global _blas
+    if _blas is None:
+        found = blas_threads.sgemm()
+        if found is not None:
+            native.use_blas(*found)
+        _blas = found is not None
+    return _blas
+
+
+_blas = None        # whether the C kernels were given a BLAS (None: not asked yet)
 
 
 def usable(a, x):

@@ -10,7 +10,7 @@ from .. import parallel
 from ..errors import RunError
 from ..fast_kernels import usable
 from ..registry import kernel
-from . import winograd
+from . import conv_bands, winograd
 from .linear import wide
 
 
@@ -174,6 +174,9 @@ def _conv(a, weight):
         a.allow((x.shape[0], weight.shape[0]) + tuple(n + b + e - 2 for n, (b, e) in zip(x.shape[2:], around)), 4,
                 "the output")
         return winograd.correlate(a, native, xf, weight, around, bias).astype(x.dtype, copy=False)
+    if conv_bands.takes(native, xf, weight, strides, dilations, groups, around):
+        y = conv_bands.correlate(a, native, xf, weight, strides, dilations, around, bias)
+        return y.astype(x.dtype, copy=False)
     a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
     inside = padded(xf, around) if any(b or e for b, e in around) else xf
     a.allow(windows(inside, kernel_shape, strides, dilations).shape[:2 + n], 8, "the output")

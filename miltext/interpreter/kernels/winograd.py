@@ -4,23 +4,26 @@ than the window matrices conv's direct path multiplies, and no 9-fold copy of th
 C kernels transform the weights, the windows and the results (zero padding read in place);
 the 16 products are one batched matrix product of the BLAS. On ResNet-18's 3x3 layers this
 takes a layer of 56x56 from 3.4 to 1.9 ms; for few tiles, the weights' transform (done per
-run: a kept copy would hold 16/9 of them) costs more than it saves."""
+run: a kept copy would hold 16/9 of them) costs more than it saves. A run's threads share
+bands of tile rows, or, where an image has fewer tiles than the layer has outputs, the
+output channels: each thread then transforms only its own channels' weights."""
 from __future__ import annotations
 
 import numpy as np
 
-from .. import parallel
+from .. import fast_kernels, parallel
 
-# Tiles (2x2 outputs) each thread must have for the transform of the weights (on one thread)
-# to pay: ResNet-18's 14x14 layers (49 tiles) gain 10% on one thread and lose on two, its 7x7
-# layers (16) lose 50%.
+# Tiles (2x2 outputs) a thread's share must have for the transform of the weights to pay:
+# ResNet-18's 14x14 layers (49 tiles) gain 10% on one thread (and, their output channels
+# shared, 15% on two), its 7x7 layers (16) lose 50%.
 _TILES = 36
 _BUDGET = 1 << 25       # bytes of transformed windows and products held at once (as conv's)
 
 
 def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
     """Whether the C transforms run this conv: 2-D, fp32, groups 1, a 3x3 kernel of stride and
-    dilation 1, enough tiles for each of the threads it would be shared among."""
+    dilation 1, enough tiles for each of the threads it would be shared among (every thread
+    has every tile when they share the output channels)."""
     if (native is None or x.ndim != 4 or weight.shape[2:] != (3, 3) or groups != 1 or weight.dtype != np.float32
             or not weight.size):
         return False
@@ -29,31 +32,70 @@ def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
     ho, wo = (size + b + e - 2 for size, (b, e) in zip(x.shape[2:], around))
     if ho <= 0 or wo <= 0:
         return False
-    tiles = x.shape[0] * -(-ho // 2) * -(-wo // 2)
-    return tiles >= _TILES * parallel.threads(16 * tiles * weight.shape[0] * weight.shape[1], parallel.PIECE)
+    tiles = -(-ho // 2) * -(-wo // 2)
+    share = parallel.threads(16 * x.shape[0] * tiles * weight.shape[0] * weight.shape[1], parallel.PIECE)
+    if _by_outputs(share, x.shape[0], weight.shape[0], tiles):
+        return tiles >= _TILES
+    return x.shape[0] * tiles >= _TILES * share
+
+
+def _by_outputs(share: int, n: int, k: int, tiles: int) -> bool:
+    """Whether `share` threads share the output channels rather than bands of tile rows: for
+    fewer images than threads (more take an image each) with fewer tiles than the layer has
+    outputs (its transformed windows then smaller than the transformed weights). There the
+    weights' transform outweighs the windows' (on a 14x14 layer of 256 channels, 0.74 ms on
+    the calling thread alone before sharing), and half the tile rows are too narrow a product
+    for the BLAS's pace (half of that layer's 49 tiles took longer than all of them)."""
+    return 1 < share and n < share and tiles < k
 
 
 def correlate(a, native, x, weight, around, bias=None):
     """x (N, C, H, W), C-contiguous float32, correlated with weight (K, C, 3, 3) under the
-    zero padding `around` ((top, bottom), (left, right)), plus bias (K,) -> (N, K, Ho, Wo).
-    The tile rows are taken in bands (shared among the run's threads when it has them)."""
+    zero padding `around` ((top, bottom), (left, right)), plus bias (K,) -> (N, K, Ho, Wo):
+    the threads share the output channels (_by_outputs), or bands of tile rows, taken from a
+    counter by C kernels that multiply themselves where there are enough bands, else in
+    NumPy's batched products."""
     n, c, h, w = x.shape
     k = weight.shape[0]
     (top, bottom), (left, right) = around
     ho, wo = h + top + bottom - 2, w + left + right - 2
     th, tw = -(-ho // 2), -(-wo // 2)
     a.allow((16, k, c), 4, "the transformed weights")
-    u = np.empty((16, k, c), np.float32)
-    native.winograd_weight(np.ascontiguousarray(weight), u)
     if bias is not None:
         bias = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1), (k,)), np.float32)
+    weight = np.ascontiguousarray(weight)
+    layer = (n, c, h, w, k, ho, wo, top, left)
     macs = n * 16 * k * c * th * tw
     share = parallel.threads(macs, parallel.PIECE)
+    if _by_outputs(share, n, k, th * tw):
+        return _channels_shared(a, native, x, weight, bias, layer, share)
     row_bytes = 16 * (c + k) * tw * 4
+    band = max(1, min(-(-parallel.COLUMNS // tw), _BUDGET // share // row_bytes))
+    if parallel.claims(n * -(-th // band), share) and fast_kernels.multiplies(native):
+        a.allow((share, band * row_bytes), 1, "the transformed windows")
+        y = np.empty((n, k, ho, wo), np.float32)
+        u = _transformed(native, weight)
+        parallel.claimed(lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, band), share, macs)
+        return y
     band = max(1, _BUDGET // share // row_bytes)
     if share > 1 and n < share:
         band = min(band, -(-th * n // share))           # a band for every thread
     a.allow((min(band, th) * share, row_bytes), 1, "the transformed windows")
+    return _numpy_bands(native, x, _transformed(native, weight), bias, layer, band, (share, macs))
+
+
+def _transformed(native, weight):
+    """The 16 planes (16, K, C) of weight (K, C, 3, 3) transformed."""
+    u = np.empty((16,) + weight.shape[:2], np.float32)
+    native.winograd_weight(weight, u)
+    return u
+
+
+def _numpy_bands(native, x, u, bias, layer: tuple, band: int, shared: tuple):
+    """correlate in bands of `band` tile rows, their 16 products NumPy's batched product,
+    shared (share, macs) as parallel.bands does."""
+    n, c, h, w, k, ho, wo, top, left = layer
+    th, tw = -(-ho // 2), -(-wo // 2)
     y = np.empty((n, k, ho, wo), np.float32)
     bands = [(i, row0) for i in range(n) for row0 in range(0, th, band)]
 
@@ -64,5 +106,28 @@ def correlate(a, native, x, weight, around, bias=None):
             native.winograd_in(x[i], v, c, h, w, top, left, row0, rows, tw)
             m = np.matmul(u, v)
             native.winograd_out(m, bias, y[i], k, ho, wo, row0, rows, tw)
-    parallel.bands(len(bands), run, share, macs)
+    parallel.bands(len(bands), run, *shared)
+    return y
+
+
+def _channels_shared(a, native, x, weight, bias, layer: tuple, share: int):
+    """correlate with the output channels shared among `share` threads: every image's windows
+    transformed first (on the calling thread), then each thread transforms its channels'
+    weights, multiplies them and writes its channels of every image."""
+    n, c, h, w, k, ho, wo, top, left = layer
+    th, tw = -(-ho // 2), -(-wo // 2)
+    a.allow((n, 16, c, th * tw), 4, "the transformed windows")
+    v = np.empty((n, 16, c, th * tw), np.float32)
+    for i in range(n):
+        native.winograd_in(x[i], v[i], c, h, w, top, left, 0, th, tw)
+    y = np.empty((n, k, ho, wo), np.float32)
+
+    def run(start: int, stop: int) -> None:
+        u = _transformed(native, weight[start:stop])
+        m = np.empty((16, stop - start, th * tw), np.float32)
+        for i in range(n):
+            np.matmul(u, v[i], out=m)
+            native.winograd_out(m, None if bias is None else bias[start:stop], y[i, start:stop],
+                                stop - start, ho, wo, 0, th, tw)
+    parallel.split(k, run, share)
     return y
