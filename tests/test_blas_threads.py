@@ -2,6 +2,7 @@
 others to the pool that shares its big products (no OpenBLAS thread is woken), none on a
 machine whose cores are all busy; the caller's setting back afterwards. Outside a run, one
 thread for a product too small to share, every thread for a big one."""
+import math
 import os
 from contextlib import nullcontext
 
@@ -37,6 +38,7 @@ def test_small_products_run_on_one_thread_large_ones_on_all():
 def test_a_run_holds_one_thread_and_lends_the_rest_to_the_pool_unless_busy(monkeypatch):
     setter = blas_threads._local_setter()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    monkeypatch.setattr(blas_threads, "_own_load", lambda: 0.0)      # the load all others'
     monkeypatch.setattr(os, "getloadavg", lambda: (cores + 0.5, 0.0, 0.0))
     assert blas_threads.busy()
     monkeypatch.setattr(os, "getloadavg", lambda: (cores - 0.5, 0.0, 0.0))
@@ -95,3 +97,37 @@ def test_the_sgemm_found_multiplies_as_numpy_does():
     c = np.full((5, 3), np.nan, np.float32)
     fn(101, 111, 111, 5, 3, 7, 1.0, a.ctypes.data, 7, b.ctypes.data, 3, 0.0, c.ctypes.data, 3)   # row-major, as is
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_process_does_not_take_its_own_load_for_a_busy_machine(monkeypatch):
+    """A process that has kept two cores busy for two minutes (its pool's threads) loads them
+    itself: with the load average at 1.9 on two cores, the machine is not busy for it. The same
+    load from other processes, while this one was idle, is: every core taken."""
+    clock = {"cpu": 0.0, "wall": 0.0}
+    monkeypatch.setattr(blas_threads.time, "process_time", lambda: clock["cpu"])
+    monkeypatch.setattr(blas_threads.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(blas_threads, "cores", lambda: 2)
+    # the kernel's average: 0.1 from others, and this process's two running threads, sampled
+    # every 5 seconds with the 1-minute decay
+    samples = {"load": 0.1, "at": 0.0}
+
+    def load_average():
+        while samples["at"] + 5 <= clock["wall"]:
+            samples["at"] += 5
+            samples["load"] = samples["load"] * math.exp(-5 / 60) + 2.1 * (1 - math.exp(-5 / 60))
+        return samples["load"], 0.0, 0.0
+    monkeypatch.setattr(os, "getloadavg", load_average)
+    own = blas_threads._OwnLoad()
+    monkeypatch.setattr(blas_threads, "_own_load", own)
+    for _ in range(120):                    # runs a second apart, each two CPU seconds
+        clock["cpu"] += 2.0
+        clock["wall"] += 1.0
+        assert not blas_threads.busy()
+    assert load_average()[0] > 1.8 and 1.7 < own() < 1.8
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.1, 2.0, 1.5))
+    idle = blas_threads._OwnLoad()
+    monkeypatch.setattr(blas_threads, "_own_load", idle)
+    for _ in range(120):                    # idle: a millisecond of CPU a second
+        clock["cpu"] += 0.001
+        clock["wall"] += 1.0
+    assert idle() < 0.01 and blas_threads.busy()

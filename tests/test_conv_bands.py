@@ -4,14 +4,14 @@ hold to the definition (held to float64) for strides, dilations, every padding, 
 kernels and batches, and agree with conv's NumPy path; what it does not take (groups, a plain
 1x1 product, 1-D) keeps to that path; the C function runs just the bands its counter has left
 and refuses what it cannot take."""
-import threading
 
 import numpy as np
 import pytest
 
-import miltext
-from miltext.interpreter import blas_threads, fast_kernels, parallel, run
+from miltext.interpreter import blas_threads, fast_kernels, parallel
+from support.convolution import conv, definition
 from support.native import require_native
+from support.parts import takes_each_part_once
 
 _fastkernels = require_native("miltext.interpreter._fastkernels")
 RNG = np.random.default_rng(31)
@@ -32,27 +32,6 @@ def counted(monkeypatch):
     monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)
     monkeypatch.setattr(parallel, "COLUMNS", 1)                     # a band of one output row
     return calls
-
-
-def conv(x, w, bias=None, dtype="fp32", **attrs):
-    """conv(x=%x, weight=%w, ...) run in a program of its own."""
-    inputs = {"x": x, "w": w} | ({} if bias is None else {"b": bias})
-    params = ", ".join(f"%{k}: ({''.join(f'{d}, ' for d in v.shape)}{dtype if k == 'x' else 'fp32'})"
-                       for k, v in inputs.items())
-    given = "".join(f", {k}={v}" for k, v in attrs.items()) + ("" if bias is None else ", bias=%b")
-    text = f"main[CoreML7]({params}) {{\n  block0() {{\n    %y = conv(x=%x, weight=%w{given})\n  }} -> (%y)\n}}\n"
-    return run(miltext.loads(text), inputs)["y"]
-
-
-def definition(x, w, bias, pads, strides, dilations):
-    """The correlation in float64, window by window."""
-    (t, b), (l, r) = pads
-    x = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (t, b), (l, r)])
-    k = [(s - 1) * d + 1 for s, d in zip(w.shape[2:], dilations)]
-    cols = np.lib.stride_tricks.sliding_window_view(x, k, axis=(2, 3))[:, :, ::strides[0], ::strides[1],
-                                                                       ::dilations[0], ::dilations[1]]
-    y = np.einsum("nchwij,ocij->nohw", cols, w.astype(np.float64))
-    return y if bias is None else y + bias[:, None, None]
 
 
 # (x's shape, the weight's, the attributes, the padding they mean, strides, dilations, a bias or not)
@@ -113,7 +92,7 @@ def test_other_convs_keep_to_the_numpy_path(counted):
 
 def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     """conv_bands runs the bands its counter has left: every one from 0, none once the counter
-    is past them, the last two from 5; two threads sharing a counter run each band once
+    is past them, the last two from 6; two threads sharing a counter run each band once
     between them, to the same bits as one thread."""
     if not fast_kernels.multiplies(_fastkernels):
         pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
@@ -129,21 +108,7 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     assert bands(counter, y) == 8
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1)), (2, 2), (1, 1))[:, :, :7, :6],
                                rtol=1e-5, atol=1e-5)
-    kept = y.copy()
-    assert bands(counter, y) == 0
-    np.testing.assert_array_equal(y, kept)
-    late = np.full_like(y, np.nan)
-    assert bands(np.array([6]), late) == 2                          # image 1's last 2 bands: rows 4 ..
-    np.testing.assert_array_equal(late[1, :, 4:], y[1, :, 4:])
-    assert np.isnan(late[0]).all() and np.isnan(late[1, :, :4]).all()
-    shared, counter, ran = np.full_like(y, np.nan), np.zeros(1, np.int64), []
-    threads = [threading.Thread(target=lambda: ran.append(bands(counter, shared))) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sum(ran) == 8
-    np.testing.assert_array_equal(shared, y)
+    takes_each_part_once(bands, counter, y, 8, 6, np.s_[1, :, 4:])      # from 6: image 1's last 2 bands
 
 
 def test_bands_in_c_refuse_what_they_cannot_take():

@@ -15,6 +15,7 @@ import pytest
 import miltext
 from miltext.interpreter import blas_threads, fast_kernels, parallel
 from support.native import require_native
+from support.parts import takes_each_part_once
 
 RNG = np.random.default_rng(3)
 SETTER = blas_threads._local_setter()
@@ -195,6 +196,40 @@ def test_rows_and_products_shared_give_the_same_results():
     y = np.full((128, 300), np.nan, np.float32)
     parallel.product(a, w.T, y, 2)
     np.testing.assert_allclose(y, a @ w.T, rtol=1e-5, atol=1e-4)
+
+
+def test_a_products_column_blocks_in_c_give_numpys_product(monkeypatch):
+    """product's C blocks (taken from a counter, the BLAS called from C): a linear's weight as
+    stored (its transpose multiplied) or laid out (K, N), with and without a bias, to NumPy's
+    product; the blocks each run once, however many threads share the counter."""
+    native = fast_kernels.loaded()
+    if native is None or not fast_kernels.multiplies(native):
+        pytest.skip("no C kernels that multiply (another BLAS than NumPy's bundled OpenBLAS)")
+    calls = []
+    monkeypatch.setattr(fast_kernels, "_fastkernels", type("Counting", (), {
+        "__getattr__": lambda self, name: (lambda *a: calls.append(name) or getattr(native, name)(*a))})())
+    a = RNG.standard_normal((40, 96), np.float32)
+    w = RNG.standard_normal((1000, 96), np.float32)       # (out, in): 4 blocks of 256 columns
+    b = RNG.standard_normal(1000, np.float32)
+    for given, bias in ((w.T, b), (np.ascontiguousarray(w.T), None)):
+        y = np.full((40, 1000), np.nan, np.float32)
+        parallel.product(a, given, y, 1, bias)
+        np.testing.assert_allclose(y, a @ w.T + (0 if bias is None else b), rtol=1e-5, atol=1e-4)
+    assert calls == ["product_columns"] * 2
+    def blocks(counter, out):
+        return native.product_columns(a, w, b, out, counter, 40, 96, 1000, 100, True)
+    y, counter = np.full((40, 1000), np.nan, np.float32), np.zeros(1, np.int64)
+    assert blocks(counter, y) == 10
+    np.testing.assert_allclose(y, a @ w.T + b, rtol=1e-5, atol=1e-4)
+    takes_each_part_once(blocks, counter, y, 10, 7, np.s_[:, 700:])         # from 7: the last 3 blocks
+    with pytest.raises(ValueError):
+        native.product_columns(a, w, b, y, np.zeros(1, np.int64), 40, 96, 999, 100, True)     # w is not 999 x 96
+    with pytest.raises(ValueError):
+        native.product_columns(a, w, b, y, np.zeros(1, np.int64), 40, 96, 1000, 0, True)      # blocks of nothing
+    with pytest.raises(ValueError):
+        native.product_columns(a, w, b[:10], y, np.zeros(1, np.int64), 40, 96, 1000, 100, True)
+    with pytest.raises(TypeError):
+        native.product_columns(a, w.astype(np.float64), b, y, np.zeros(1, np.int64), 40, 96, 1000, 100, True)
 
 
 def test_a_negative_pad_is_refused_in_plain_words():

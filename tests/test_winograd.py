@@ -4,15 +4,15 @@ batches, many channels and bands of tile rows; the same op run by the NumPy path
 the transforms do not take (strides, dilations, groups, other kernels, few tiles) keep to the
 direct path; the C functions refuse what they cannot take."""
 import os
-import threading
 
 import numpy as np
 import pytest
 
-import miltext
-from miltext.interpreter import blas_threads, fast_kernels, parallel, run
+from miltext.interpreter import blas_threads, fast_kernels, parallel
 from miltext.interpreter.kernels import winograd
+from support.convolution import conv, definition
 from support.native import require_native
+from support.parts import takes_each_part_once
 
 _fastkernels = require_native("miltext.interpreter._fastkernels")
 RNG = np.random.default_rng(23)
@@ -56,27 +56,6 @@ def path(request, monkeypatch):
     else:
         monkeypatch.setattr(fast_kernels, "_blas", False)
     return request.param
-
-
-def conv(x, w, bias=None, dtype="fp32", **attrs):
-    """conv(x=%x, weight=%w, ...) run in a program of its own."""
-    inputs = {"x": x, "w": w} | ({} if bias is None else {"b": bias})
-    params = ", ".join(f"%{k}: ({''.join(f'{d}, ' for d in v.shape)}{dtype if k == 'x' else 'fp32'})"
-                       for k, v in inputs.items())
-    given = "".join(f", {k}={v}" for k, v in attrs.items()) + ("" if bias is None else ", bias=%b")
-    text = f"main[CoreML7]({params}) {{\n  block0() {{\n    %y = conv(x=%x, weight=%w{given})\n  }} -> (%y)\n}}\n"
-    return run(miltext.loads(text), inputs)["y"]
-
-
-def definition(x, w, bias, pads, strides=(1, 1), dilations=(1, 1)):
-    """The correlation in float64, window by window."""
-    (t, b), (l, r) = pads
-    x = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (t, b), (l, r)])
-    k = [(s - 1) * d + 1 for s, d in zip(w.shape[2:], dilations)]
-    cols = np.lib.stride_tricks.sliding_window_view(x, k, axis=(2, 3))[:, :, ::strides[0], ::strides[1],
-                                                                       ::dilations[0], ::dilations[1]]
-    y = np.einsum("nchwij,ocij->nohw", cols, w.astype(np.float64))
-    return y if bias is None else y + bias[:, None, None]
 
 
 # (x's shape, output channels, the pad attributes, the padding they mean, a bias or not)
@@ -201,21 +180,7 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     counter, y = np.zeros(1, np.int64), np.full((2, 7, 13, 11), np.nan, np.float32)
     assert bands(counter, y) == 8
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
-    kept = y.copy()
-    assert bands(counter, y) == 0
-    np.testing.assert_array_equal(y, kept)
-    late = np.full_like(y, np.nan)
-    assert bands(np.array([6]), late) == 2                            # image 1's last 2 bands: rows 8 ..
-    np.testing.assert_array_equal(late[1, :, 8:], y[1, :, 8:])
-    assert np.isnan(late[0]).all() and np.isnan(late[1, :, :8]).all()
-    shared, counter, ran = np.full_like(y, np.nan), np.zeros(1, np.int64), []
-    threads = [threading.Thread(target=lambda: ran.append(bands(counter, shared))) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sum(ran) == 8
-    np.testing.assert_array_equal(shared, y)
+    takes_each_part_once(bands, counter, y, 8, 6, np.s_[1, :, 8:])      # from 6: image 1's last 2 bands
 
 
 def test_bands_in_c_refuse_what_they_cannot_take():

@@ -953,16 +953,19 @@ typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, i
 static void *sgemm_address = NULL;
 static int sgemm_ilp64 = 0;
 
-/* c (m x n, rows ldc apart) = a (m x k) times b (k x n), row-major, a and b dense. */
+/* c (m x n, rows ldc apart) = a (m x k, rows lda apart) times b (k x n, rows ldb apart; or, when
+ * b_transposed, b's transpose: n x k, rows ldb apart), all row-major. */
 static void
-sgemm(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const float *a, const float *b, float *c, Py_ssize_t ldc)
+sgemm(int b_transposed, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const float *a, Py_ssize_t lda, const float *b,
+      Py_ssize_t ldb, float *c, Py_ssize_t ldc)
 {
-    enum { ROW_MAJOR = 101, NO_TRANS = 111 };       /* cblas.h's values */
+    enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };       /* cblas.h's values */
+    int tb = b_transposed ? TRANS : NO_TRANS;
     if (sgemm_ilp64)
-        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0f, a, k, b, n, 0.0f, c, ldc);
+        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
     else
-        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b,
-                                    (int)n, 0.0f, c, (int)ldc);
+        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
+                                    0.0f, c, (int)ldc);
 }
 
 static PyObject *
@@ -987,83 +990,121 @@ next_part(int64_t *counter, Py_ssize_t parts)
     return part < parts ? (Py_ssize_t)part : -1;
 }
 
-/* winograd_bands(x, u, bias, y, counter, band): Winograd's 3x3 correlation of x (n images of
- * c x h x w) with the transformed weights u (16 x k x c), plus bias (k values, or None), into
- * y (n images of k x ho x wo), under `top` and `left` rows and columns of zeros: bands of `band`
- * tile rows taken from counter until none is left; the count this thread ran. */
+/* The buffers of a call that takes its parts from a counter: x and w read, out written, bias
+ * read (when have_bias; bias_values NULL for None), counter (int64) bumped. */
+typedef struct {
+    Py_buffer x, w, out, bias, counter;
+    int have_bias;
+    const float *bias_values;
+} parts_args;
+
+/* The buffers of a parts call, or -1 with an exception (and nothing held); the BLAS must have
+ * been given. */
+static int
+get_parts(PyObject *xo, PyObject *wo, PyObject *bo, PyObject *oo, PyObject *co, parts_args *a)
+{
+    if (sgemm_address == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no BLAS was given (use_blas)");
+        return -1;
+    }
+    if (get_two(xo, oo, &a->x, &a->out) < 0)
+        return -1;
+    if (get_f32(wo, &a->w, 0, "w") < 0)
+        goto x_out;
+    if (bo != Py_None && get_f32(bo, &a->bias, 0, "bias") < 0)
+        goto w;
+    if (get_i64(co, &a->counter, 1, "counter") < 0)
+        goto bias;
+    a->have_bias = bo != Py_None;
+    a->bias_values = a->have_bias ? a->bias.buf : NULL;
+    return 0;
+bias:
+    if (bo != Py_None)
+        PyBuffer_Release(&a->bias);
+w:
+    PyBuffer_Release(&a->w);
+x_out:
+    PyBuffer_Release(&a->x);
+    PyBuffer_Release(&a->out);
+    return -1;
+}
+
+/* a's buffers let go; gives `result` (NULL: the exception set). */
+static PyObject *
+released_parts(parts_args *a, PyObject *result)
+{
+    if (a->have_bias)
+        PyBuffer_Release(&a->bias);
+    PyBuffer_Release(&a->counter);
+    PyBuffer_Release(&a->w);
+    PyBuffer_Release(&a->x);
+    PyBuffer_Release(&a->out);
+    return result;
+}
+
+/* bias (NULL: none) added to `rows` rows of `width` values, `stride` apart: a value a row, or
+ * (by_column) a value a column. */
+static void
+add_bias(float *out, const float *bias, Py_ssize_t rows, Py_ssize_t width, Py_ssize_t stride, int by_column)
+{
+    for (Py_ssize_t r = 0; bias != NULL && r < rows; r++)
+        for (Py_ssize_t i = 0; i < width; i++)
+            out[r * stride + i] += by_column ? bias[i] : bias[r];
+}
+
+/* winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band): Winograd's 3x3
+ * correlation of x (n images of c x h x w) with the transformed weights u (16 x k x c), plus
+ * bias (k values, or None), into y (n images of k x ho x wo), under `top` and `left` rows and
+ * columns of zeros: bands of `band` tile rows taken from counter until none is left, each
+ * band's windows transformed, its 16 products by the BLAS, its results transformed; the count
+ * this thread ran. */
 static PyObject *
 winograd_bands(PyObject *self, PyObject *args)
 {
     PyObject *xo, *uo, *bo, *yo, *co;
     Py_ssize_t n, c, h, w, k, ho, wo, top, left, band;
-    Py_buffer x, u, y, counter, b = {0};
+    parts_args a;
     if (!PyArg_ParseTuple(args, "OOOOOnnnnnnnnnn", &xo, &uo, &bo, &yo, &co, &n, &c, &h, &w, &k, &ho, &wo, &top,
-                          &left, &band))
+                          &left, &band) || get_parts(xo, uo, bo, yo, co, &a) < 0)
         return NULL;
-    if (sgemm_address == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "no BLAS was given (use_blas)");
-        return NULL;
-    }
-    if (get_two(xo, yo, &x, &y) < 0)
-        return NULL;
-    if (get_f32(uo, &u, 0, "u") < 0) {
-        PyBuffer_Release(&x);
-        PyBuffer_Release(&y);
-        return NULL;
-    }
-    int have_b = bo != Py_None, have_counter = 0;
-    PyObject *result = NULL;
-    float *scratch = NULL;
-    if (have_b && get_f32(bo, &b, 0, "bias") < 0)
-        have_b = 0;
-    else if (get_i64(co, &counter, 1, "counter") < 0)
-        ;
-    else if ((have_counter = 1, ho <= 0 || wo <= 0 || band <= 0 || band > FAR || top < 0 || left < 0 || top > FAR
-              || left > FAR || !holds(x.len, n, c, h, w) || !holds(u.len, 16, k, c, 1)
-              || !holds(y.len, n, k, ho, wo) || (have_b && !holds(b.len, k, 1, 1, 1))))
+    if (ho <= 0 || wo <= 0 || band <= 0 || band > FAR || top < 0 || left < 0 || top > FAR || left > FAR
+        || !holds(a.x.len, n, c, h, w) || !holds(a.w.len, 16, k, c, 1) || !holds(a.out.len, n, k, ho, wo)
+        || (a.have_bias && !holds(a.bias.len, k, 1, 1, 1))) {
         PyErr_SetString(PyExc_ValueError, "x must be n images of c x h x w, u 16 x k x c, y n images of k x ho x wo, "
                                           "bias k values; the band and padding positive");
-    else {
-        Py_ssize_t th = (ho + 1) / 2, tw = (wo + 1) / 2, rows = band < th ? band : th;
-        Py_ssize_t bands = (th + rows - 1) / rows, cols = rows * tw;
-        /* v (16 x c x cols), m (16 x k x cols) and a line for each transform: at most
-         * SCRATCH floats (the caller sizes the band far below), worked out in double */
-        double floats = 16.0 * (double)cols * (double)(c + k) + 12.0 * (double)tw + 8.0;
-        if (floats > SCRATCH || (!sgemm_ilp64 && (double)cols * (double)(c + k) > INT32_MAX))
-            PyErr_SetString(PyExc_ValueError, "a band of this conv's tiles is too big to hold: give fewer rows");
-        else if ((scratch = PyMem_RawMalloc((size_t)floats * sizeof(float))) == NULL)
-            PyErr_NoMemory();
-        else {
-            float *v = scratch, *m = v + (size_t)16 * cols * c, *in_line = m + (size_t)16 * cols * k;
-            float *out_line = in_line + (2 * tw + 2) * 4;
-            const float *us = u.buf, *bs = have_b ? b.buf : NULL;
-            Py_ssize_t ran = 0, part;
-            Py_BEGIN_ALLOW_THREADS
-            while ((part = next_part(counter.buf, n * bands)) >= 0) {
-                Py_ssize_t image = part / bands, row0 = part % bands * rows;
-                Py_ssize_t these = th - row0 < rows ? th - row0 : rows, width = these * tw;
-                winograd_in_run((const float *)x.buf + (size_t)image * c * h * w, v, c, h, w, top, left, row0,
-                                these, tw, in_line);
-                for (int p = 0; p < 16; p++)
-                    sgemm(k, width, c, us + (size_t)p * k * c, v + (size_t)p * c * width, m + (size_t)p * k * width,
-                          width);
-                winograd_out_run(m, bs, (float *)y.buf + (size_t)image * k * ho * wo, k, ho, wo, row0, these, tw,
-                                 out_line);
-                ran++;
-            }
-            Py_END_ALLOW_THREADS
-            result = PyLong_FromSsize_t(ran);
-        }
+        return released_parts(&a, NULL);
     }
-    PyMem_RawFree(scratch);
-    if (have_counter)
-        PyBuffer_Release(&counter);
-    if (have_b)
-        PyBuffer_Release(&b);
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&u);
-    PyBuffer_Release(&y);
-    return result;
+    Py_ssize_t th = (ho + 1) / 2, tw = (wo + 1) / 2, rows = band < th ? band : th;
+    Py_ssize_t bands = (th + rows - 1) / rows, cols = rows * tw;
+    /* v (16 x c x cols), m (16 x k x cols) and a line for each transform: at most SCRATCH
+     * floats (the caller sizes the band far below), worked out in double */
+    double floats = 16.0 * (double)cols * (double)(c + k) + 12.0 * (double)tw + 8.0;
+    if (floats > SCRATCH || (!sgemm_ilp64 && (double)cols * (double)(c + k) > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "a band of this conv's tiles is too big to hold: give fewer rows");
+        return released_parts(&a, NULL);
+    }
+    float *v = PyMem_RawMalloc((size_t)floats * sizeof(float));
+    if (v == NULL)
+        return released_parts(&a, PyErr_NoMemory());
+    float *m = v + (size_t)16 * cols * c, *in_line = m + (size_t)16 * cols * k, *out_line = in_line + (2 * tw + 2) * 4;
+    const float *us = a.w.buf;
+    Py_ssize_t ran = 0, part;
+    Py_BEGIN_ALLOW_THREADS
+    while ((part = next_part(a.counter.buf, n * bands)) >= 0) {
+        Py_ssize_t image = part / bands, row0 = part % bands * rows;
+        Py_ssize_t these = th - row0 < rows ? th - row0 : rows, width = these * tw;
+        winograd_in_run((const float *)a.x.buf + (size_t)image * c * h * w, v, c, h, w, top, left, row0, these, tw,
+                        in_line);
+        for (int p = 0; p < 16; p++)
+            sgemm(0, k, width, c, us + (size_t)p * k * c, c, v + (size_t)p * c * width, width,
+                  m + (size_t)p * k * width, width);
+        winograd_out_run(m, a.bias_values, (float *)a.out.buf + (size_t)image * k * ho * wo, k, ho, wo, row0, these,
+                         tw, out_line);
+        ran++;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(v);
+    return released_parts(&a, PyLong_FromSsize_t(ran));
 }
 
 /* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band): the correlation of x
@@ -1077,78 +1118,94 @@ conv_bands(PyObject *self, PyObject *args)
 {
     PyObject *xo, *wo_, *bo, *yo, *co, *go;
     Py_ssize_t n, c, h, wd, o, ho, wo, band;
-    Py_buffer x, w, y, counter, geometry, b = {0};
+    Py_buffer geometry;
+    parts_args a;
     if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnn", &xo, &wo_, &bo, &yo, &co, &go, &n, &c, &h, &wd, &o, &ho, &wo,
-                          &band))
+                          &band) || get_parts(xo, wo_, bo, yo, co, &a) < 0)
         return NULL;
-    if (sgemm_address == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "no BLAS was given (use_blas)");
-        return NULL;
-    }
-    if (get_two(xo, yo, &x, &y) < 0)
-        return NULL;
-    if (get_f32(wo_, &w, 0, "w") < 0) {
-        PyBuffer_Release(&x);
-        PyBuffer_Release(&y);
-        return NULL;
-    }
-    int have_b = bo != Py_None, held = 0;       /* held: 1 the counter, 2 the geometry too */
-    PyObject *result = NULL;
-    float *cols = NULL;
-    const Py_ssize_t *g = NULL;
-    if (have_b && get_f32(bo, &b, 0, "bias") < 0)
-        have_b = 0;
-    else if (get_i64(co, &counter, 1, "counter") < 0)
-        ;
-    else if ((held = 1, get_i64(go, &geometry, 0, "geometry") < 0))
-        ;
-    else if ((held = 2, g = geometry.buf, geometry.len != 8 * 8))
-        PyErr_SetString(PyExc_ValueError, "geometry must be 8 values: kh, kw, sh, sw, dh, dw, top, left");
-    else if (ho <= 0 || wo <= 0 || band <= 0 || band > FAR || g[0] <= 0 || g[1] <= 0 || g[2] <= 0 || g[3] <= 0
-             || g[4] <= 0 || g[5] <= 0 || g[6] < 0 || g[7] < 0 || g[0] > FAR / g[4] || g[1] > FAR / g[5]
-             || g[2] > FAR / ho || g[3] > FAR / wo || g[6] > FAR || g[7] > FAR
-             || !holds(x.len, n, c, h, wd) || !holds(w.len, o, c, g[0], g[1]) || !holds(y.len, n, o, ho, wo)
-             || (have_b && !holds(b.len, o, 1, 1, 1)))
+    if (get_i64(go, &geometry, 0, "geometry") < 0)
+        return released_parts(&a, NULL);
+    Py_ssize_t g[8];
+    int fits = geometry.len == (Py_ssize_t)sizeof g;
+    if (fits)
+        memcpy(g, geometry.buf, sizeof g);
+    PyBuffer_Release(&geometry);
+    if (!fits || ho <= 0 || wo <= 0 || band <= 0 || band > FAR || g[0] <= 0 || g[1] <= 0 || g[2] <= 0 || g[3] <= 0
+        || g[4] <= 0 || g[5] <= 0 || g[6] < 0 || g[7] < 0 || g[0] > FAR / g[4] || g[1] > FAR / g[5]
+        || g[2] > FAR / ho || g[3] > FAR / wo || g[6] > FAR || g[7] > FAR || !holds(a.x.len, n, c, h, wd)
+        || !holds(a.w.len, o, c, g[0], g[1]) || !holds(a.out.len, n, o, ho, wo)
+        || (a.have_bias && !holds(a.bias.len, o, 1, 1, 1))) {
         PyErr_SetString(PyExc_ValueError, "x must be n images of c x h x w, w o x c x kh x kw, y n images of "
-                                          "o x ho x wo, bias o values; kernel, strides, dilations and band positive");
-    else {
-        Py_ssize_t rows = band < ho ? band : ho, bands = (ho + rows - 1) / rows, depth = c * g[0] * g[1];
-        double floats = (double)depth * (double)rows * (double)wo;
-        if (floats > SCRATCH || (!sgemm_ilp64 && ((double)ho * (double)wo > INT32_MAX || floats > INT32_MAX
-                                                || (double)o > INT32_MAX)))
-            PyErr_SetString(PyExc_ValueError, "a band of this conv's windows is too big to hold: give fewer rows");
-        else if ((cols = PyMem_RawMalloc((size_t)floats * sizeof(float))) == NULL)
-            PyErr_NoMemory();
-        else {
-            const float *ws = w.buf, *bs = have_b ? b.buf : NULL;
-            Py_ssize_t ran = 0, part;
-            Py_BEGIN_ALLOW_THREADS
-            while ((part = next_part(counter.buf, n * bands)) >= 0) {
-                Py_ssize_t image = part / bands, row0 = part % bands * rows;
-                Py_ssize_t these = ho - row0 < rows ? ho - row0 : rows, width = these * wo;
-                float *out = (float *)y.buf + (size_t)image * o * ho * wo + (size_t)row0 * wo;
-                conv_cols_run((const float *)x.buf + (size_t)image * c * h * wd, cols, c, h, wd, g, wo, row0, these);
-                sgemm(o, width, depth, ws, cols, out, ho * wo);
-                for (Py_ssize_t ch = 0; bs != NULL && ch < o; ch++)
-                    for (Py_ssize_t i = 0; i < width; i++)
-                        out[ch * ho * wo + i] += bs[ch];
-                ran++;
-            }
-            Py_END_ALLOW_THREADS
-            result = PyLong_FromSsize_t(ran);
-        }
+                                          "o x ho x wo, bias o values; geometry 8 values (kh, kw, sh, sw, dh, dw, "
+                                          "top, left), kernel, strides, dilations and band positive");
+        return released_parts(&a, NULL);
     }
+    Py_ssize_t rows = band < ho ? band : ho, bands = (ho + rows - 1) / rows, depth = c * g[0] * g[1];
+    double floats = (double)depth * (double)rows * (double)wo;
+    if (floats > SCRATCH || (!sgemm_ilp64 && ((double)ho * (double)wo > INT32_MAX || floats > INT32_MAX
+                                             || (double)o > INT32_MAX))) {
+        PyErr_SetString(PyExc_ValueError, "a band of this conv's windows is too big to hold: give fewer rows");
+        return released_parts(&a, NULL);
+    }
+    float *cols = PyMem_RawMalloc((size_t)floats * sizeof(float));
+    if (cols == NULL)
+        return released_parts(&a, PyErr_NoMemory());
+    Py_ssize_t ran = 0, part;
+    Py_BEGIN_ALLOW_THREADS
+    while ((part = next_part(a.counter.buf, n * bands)) >= 0) {
+        Py_ssize_t image = part / bands, row0 = part % bands * rows;
+        Py_ssize_t these = ho - row0 < rows ? ho - row0 : rows, width = these * wo;
+        float *out = (float *)a.out.buf + (size_t)image * o * ho * wo + (size_t)row0 * wo;
+        conv_cols_run((const float *)a.x.buf + (size_t)image * c * h * wd, cols, c, h, wd, g, wo, row0, these);
+        sgemm(0, o, width, depth, a.w.buf, depth, cols, width, out, ho * wo);
+        add_bias(out, a.bias_values, o, width, ho * wo, 0);
+        ran++;
+    }
+    Py_END_ALLOW_THREADS
     PyMem_RawFree(cols);
-    if (held >= 1)
-        PyBuffer_Release(&counter);
-    if (held >= 2)
-        PyBuffer_Release(&geometry);
-    if (have_b)
-        PyBuffer_Release(&b);
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&w);
-    PyBuffer_Release(&y);
-    return result;
+    return released_parts(&a, PyLong_FromSsize_t(ran));
+}
+
+/* product_columns(x, w, bias, out, counter, m, k, n, block, transposed): out (m x n) = x (m x k)
+ * times w (k x n; or, when transposed, w is n x k and its transpose is taken) plus bias (n
+ * values, or None): blocks of `block` columns taken from counter until none is left; the
+ * count this thread ran. */
+static PyObject *
+product_columns(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *wo_, *bo, *oo, *co;
+    Py_ssize_t m, k, n, block;
+    int transposed;
+    parts_args a;
+    if (!PyArg_ParseTuple(args, "OOOOOnnnnp", &xo, &wo_, &bo, &oo, &co, &m, &k, &n, &block, &transposed)
+        || get_parts(xo, wo_, bo, oo, co, &a) < 0)
+        return NULL;
+    if (block <= 0 || !holds(a.x.len, m, k, 1, 1) || !holds(a.w.len, k, n, 1, 1) || !holds(a.out.len, m, n, 1, 1)
+        || (a.have_bias && !holds(a.bias.len, n, 1, 1, 1))) {
+        PyErr_SetString(PyExc_ValueError, "x must be m x k, w k x n (or n x k), out m x n, bias n values; block "
+                                          "positive");
+        return released_parts(&a, NULL);
+    }
+    if (!sgemm_ilp64 && ((double)m * (double)k > INT32_MAX || (double)k * (double)n > INT32_MAX
+                         || (double)m * (double)n > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "these matrices are too big for a BLAS of 32-bit sizes");
+        return released_parts(&a, NULL);
+    }
+    const float *xs = a.x.buf, *ws = a.w.buf;
+    float *os = a.out.buf;
+    Py_ssize_t blocks = (n + block - 1) / block, ran = 0, part;
+    Py_BEGIN_ALLOW_THREADS
+    while ((part = next_part(a.counter.buf, blocks)) >= 0) {
+        Py_ssize_t col0 = part * block, cols = n - col0 < block ? n - col0 : block;
+        if (transposed)
+            sgemm(1, m, cols, k, xs, k, ws + (size_t)col0 * k, k, os + col0, n);
+        else
+            sgemm(0, m, cols, k, xs, k, ws + col0, n, os + col0, n);
+        add_bias(os + col0, a.bias_values == NULL ? NULL : a.bias_values + col0, m, cols, n, 1);
+        ran++;
+    }
+    Py_END_ALLOW_THREADS
+    return released_parts(&a, PyLong_FromSsize_t(ran));
 }
 
 static PyObject *
@@ -1238,6 +1295,10 @@ static PyMethodDef methods[] = {
      "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band): x (n x c x h x w) correlated with "
      "w (o x c x kh x kw) plus bias into y (n x o x ho x wo), geometry (int64) kh, kw, strides, dilations, top, "
      "left; bands of `band` output rows taken from counter[0] until none is left; the count this call ran."},
+    {"product_columns", product_columns, METH_VARARGS,
+     "product_columns(x, w, bias, out, counter, m, k, n, block, transposed): x (m x k) times w (k x n, or its "
+     "transpose given n x k) plus bias into out (m x n), blocks of `block` columns taken from counter[0] until none "
+     "is left; the count this call ran."},
     {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
     {NULL, NULL, 0, NULL},
 };

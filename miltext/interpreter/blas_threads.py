@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import math
 import os
 import threading
+import time
 from contextlib import nullcontext
 from functools import cache
 
@@ -109,11 +111,36 @@ def cores() -> int:
 
 
 def busy() -> bool:
-    """Whether every core this process may use is taken (by the 1-minute load average)."""
+    """Whether every core this process may use is taken by others: the 1-minute load average
+    less this process's own share of it (a process that has run on two threads for a minute
+    loads two cores itself, and must not take that as a busy machine)."""
     try:
-        return os.getloadavg()[0] >= cores()
+        load = os.getloadavg()[0]
     except (OSError, AttributeError):       # no load average here (Windows)
         return False
+    return load - _own_load() >= cores()
+
+
+class _OwnLoad:
+    """This process's share of the load average, kept as the kernel keeps the average (its
+    running threads, decayed over a minute): the CPU seconds it used per second of wall time,
+    averaged with the same decay."""
+    __slots__ = ("cpu", "wall", "load")
+
+    def __init__(self):
+        self.cpu, self.wall, self.load = time.process_time(), time.monotonic(), 0.0
+
+    def __call__(self) -> float:
+        cpu, wall = time.process_time(), time.monotonic()
+        span = wall - self.wall
+        if span > 0:
+            kept = math.exp(-span / 60)
+            self.load = self.load * kept + (cpu - self.cpu) / span * (1 - kept)
+            self.cpu, self.wall = cpu, wall
+        return self.load
+
+
+_own_load = _OwnLoad()
 
 
 def for_run():

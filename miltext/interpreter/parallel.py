@@ -21,7 +21,7 @@ from queue import SimpleQueue
 import numpy as np
 
 from . import blas_threads
-from .fast_kernels import loaded
+from .fast_kernels import loaded, multiplies
 
 
 def threads(work: int, enough: int) -> int:
@@ -138,13 +138,38 @@ PIECE = blas_threads.SMALL // 2
 def product(x, w, out, pieces: int, bias=None):
     """np.matmul(x, w, out=out) (+ bias, of w's columns, when given) for x (M, K) and w (K, N)
     (a transposed view is fine), the output's columns shared among `pieces` threads, each
-    adding the bias to its part while it is in cache."""
+    adding the bias to its part while it is in cache: in blocks taken from a counter by the C
+    kernels (float32, x and out C-contiguous, w or its transpose too), else in halves."""
+    if _claims_product(x, w, out, pieces, bias):
+        m, k = x.shape
+        n = w.shape[1]
+        transposed = not w.flags.c_contiguous
+        given = w.T if transposed else w
+        claimed(lambda counter: loaded().product_columns(x, given, bias, out, counter, m, k, n, PRODUCT_BLOCK,
+                                                         transposed), pieces, m * k * n)
+        return out
+
     def part(start, stop):
         np.matmul(x, w[:, start:stop], out=out[:, start:stop])
         if bias is not None:
             out[:, start:stop] += bias[start:stop]
     split(w.shape[1], part, pieces)
     return out
+
+
+def _claims_product(x, w, out, pieces: int, bias) -> bool:
+    """Whether product's C kernels take x, w, out and bias, in blocks enough for the threads."""
+    native = loaded()
+    if native is None or not claims(-(-w.shape[1] // PRODUCT_BLOCK), pieces):
+        return False
+    f32 = np.float32
+    if x.dtype != f32 or w.dtype != f32 or out.dtype != f32 or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        return False
+    if not (w.flags.c_contiguous or w.T.flags.c_contiguous):
+        return False
+    if bias is not None and (bias.dtype != f32 or not bias.flags.c_contiguous):
+        return False
+    return multiplies(native)
 
 
 def matmul(x, y, out, pieces: int):
@@ -195,6 +220,9 @@ _CORES = blas_threads.cores()
 # ran 14% faster in Winograd bands of 140 tiles than in one band or in halves, a band's data
 # staying in the core's cache, and as fast as in bands of 200.
 COLUMNS = 128
+# Columns of a product's output each block taken from a counter holds: the BLAS packs all of x
+# again for each block.
+PRODUCT_BLOCK = 256
 _CLAIMS = 3
 # Seconds a worker stays awake after a piece, waiting for the next without sleeping: woken from
 # sleep it starts 30-60 us late, on a core the machine has clocked down (in a ResNet-18 run its
