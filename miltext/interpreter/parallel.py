@@ -160,14 +160,14 @@ def product(x, w, out, pieces: int, bias=None):
 def _claims_product(x, w, out, pieces: int, bias) -> bool:
     """Whether product's C kernels take x, w, out and bias, in blocks enough for the threads."""
     native = loaded()
-    if native is None or not claims(-(-w.shape[1] // PRODUCT_BLOCK), pieces):
+    if native is None or not x.size or not w.size or not claims(-(-w.shape[1] // PRODUCT_BLOCK), pieces):
         return False
     f32 = np.float32
     if x.dtype != f32 or w.dtype != f32 or out.dtype != f32 or not (x.flags.c_contiguous and out.flags.c_contiguous):
         return False
     if not (w.flags.c_contiguous or w.T.flags.c_contiguous):
         return False
-    if bias is not None and (bias.dtype != f32 or not bias.flags.c_contiguous):
+    if bias is not None and (bias.dtype != f32 or bias.shape != w.shape[1:] or not bias.flags.c_contiguous):
         return False
     return multiplies(native)
 
