@@ -90,6 +90,21 @@ def test_other_convs_keep_to_the_numpy_path(counted):
     assert counted == []
 
 
+def test_a_band_too_big_for_the_c_scratch_keeps_to_the_numpy_path(counted, monkeypatch):
+    """The C kernel refuses a band of more than fast_kernels.SCRATCH floats (a guard against a
+    runaway size): a conv whose one-row band is bigger runs NumPy's path instead of failing, to
+    the same result as a band that fits."""
+    x = RNG.standard_normal((1, 3, 12, 12)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    monkeypatch.setattr(fast_kernels, "SCRATCH", 3 * 9 * 5 - 1)      # one row of 5 outputs: 135 floats
+    got = conv(x, w, strides="[2, 2]", pad_type='"valid"')
+    assert counted == []
+    np.testing.assert_allclose(got, definition(x, w, None, ((0, 0), (0, 0)), (2, 2), (1, 1)), rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(fast_kernels, "SCRATCH", 3 * 9 * 5)           # and a band that fits runs in C
+    np.testing.assert_allclose(conv(x, w, strides="[2, 2]", pad_type='"valid"'), got, rtol=1e-5, atol=1e-5)
+    assert len(counted) == 1
+
+
 def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     """conv_bands runs the bands its counter has left: every one from 0, none once the counter
     is past them, the last two from 6; two threads sharing a counter run each band once

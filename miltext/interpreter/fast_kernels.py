@@ -36,6 +36,9 @@ def multiplies(native) -> bool:
 
 
 _blas = None        # whether the C kernels were given a BLAS (None: not asked yet)
+# Floats a parts kernel's scratch may take at most (its SCRATCH): a kernel asks for less, or
+# the NumPy path runs.
+SCRATCH = 1 << 28
 
 
 def usable(a, x):

@@ -28,8 +28,10 @@ def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
     if min(out) <= 0:
         return False
     share = parallel.threads(_macs(x, weight, out), parallel.PIECE)
-    return parallel.claims(x.shape[0] * -(-out[0] // _band(x, weight, out, share)), share) and \
-        fast_kernels.multiplies(native)
+    band = _band(x, weight, out, share)
+    return (parallel.claims(x.shape[0] * -(-out[0] // band), share)
+            and x.shape[1] * math.prod(weight.shape[2:]) * band * out[1] <= fast_kernels.SCRATCH
+            and fast_kernels.multiplies(native))
 
 
 def correlate(a, native, x, weight, strides, dilations, around, bias=None):

@@ -71,7 +71,8 @@ def correlate(a, native, x, weight, around, bias=None):
         return _channels_shared(a, native, x, weight, bias, layer, share)
     row_bytes = 16 * (c + k) * tw * 4
     band = max(1, min(-(-parallel.COLUMNS // tw), _BUDGET // share // row_bytes))
-    if parallel.claims(n * -(-th // band), share) and fast_kernels.multiplies(native):
+    if (parallel.claims(n * -(-th // band), share) and 16 * (c + k) * band * tw <= fast_kernels.SCRATCH
+            and fast_kernels.multiplies(native)):
         a.allow((share, band * row_bytes), 1, "the transformed windows")
         y = np.empty((n, k, ho, wo), np.float32)
         u = _transformed(native, weight)
