@@ -1,9 +1,12 @@
-"""conv's direct path in C (issue 30): bands of output rows taken from a counter, the windows
-laid out with the padding read in place and multiplied by NumPy's OpenBLAS from C. Its results
-hold to the definition (held to float64) for strides, dilations, every padding, rectangular
-kernels and batches, and agree with conv's NumPy path; what it does not take (groups, a plain
-1x1 product, 1-D) keeps to that path; the C function runs just the bands its counter has left
-and refuses what it cannot take."""
+"""conv's direct path in C (issue 30): parts (bands of output rows, or blocks of a band's output
+channels) taken from a counter, the windows laid out with the padding read in place and
+multiplied by NumPy's OpenBLAS from C. Its results hold to the definition (held to float64) for
+strides, dilations, every padding, rectangular kernels, batches and narrow images, and agree
+with conv's NumPy path; a layer of too few rows for two threads shares blocks of its output
+channels; what it does not take (groups, a plain 1x1 product, 1-D) keeps to that path; the C
+function runs just the parts its counter has left and refuses what it cannot take."""
+
+import os
 
 import numpy as np
 import pytest
@@ -48,6 +51,16 @@ CASES = [
                                   "pad": "[4, 4, 9, 9]"}, ((4, 4), (9, 9)), (1, 2), (2, 2), False),  # padding wider than x
     ((1, 3, 10, 10), (5, 3, 3, 3), {"dilations": "[2, 2]", "pad_type": '"same"'}, ((2, 2), (2, 2)), (1, 1), (2, 2),
      True),
+    # narrow images of stride 1, as wide out as in (each window plane one shifted copy): a late
+    # layer, uneven padding, padding past the input, dilated rows, a row of one value
+    ((1, 8, 7, 7), (6, 8, 3, 3), {"pad_type": '"same"'}, ((1, 1), (1, 1)), (1, 1), (1, 1), True),
+    ((2, 3, 5, 6), (4, 3, 4, 3), {"pad_type": '"custom"', "pad": "[2, 1, 0, 2]"}, ((2, 1), (0, 2)), (1, 1), (1, 1),
+     True),
+    ((1, 2, 3, 4), (3, 2, 5, 5), {"pad_type": '"custom"', "pad": "[5, 3, 2, 2]"}, ((5, 3), (2, 2)), (1, 1), (1, 1),
+     False),
+    ((1, 3, 9, 5), (2, 3, 3, 3), {"dilations": "[3, 1]", "pad_type": '"custom"', "pad": "[3, 3, 1, 1]"},
+     ((3, 3), (1, 1)), (1, 1), (3, 1), True),
+    ((1, 4, 6, 1), (5, 4, 3, 1), {"pad_type": '"same"'}, ((1, 1), (0, 0)), (1, 1), (1, 1), True),
 ]
 
 
@@ -118,12 +131,87 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     # 7 x 6 outputs an image: 4 bands of 2 rows (the last of 1), 8 in all
 
     def bands(counter, y):
-        return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 2, 3, 13, 11, 5, 7, 6, 2)
+        return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 2, 3, 13, 11, 5, 7, 6, 2, 5)
     counter, y = np.zeros(1, np.int64), np.full((2, 5, 7, 6), np.nan, np.float32)
     assert bands(counter, y) == 8
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1)), (2, 2), (1, 1))[:, :, :7, :6],
                                rtol=1e-5, atol=1e-5)
     takes_each_part_once(bands, counter, y, 8, 6, np.s_[1, :, 4:])      # from 6: image 1's last 2 bands
+
+
+def test_random_geometries_hold_to_the_definition():
+    """400 small convs of random kernels, strides, dilations, padding (most as wide out as in,
+    the shifted copies' case), bands and blocks, each held to the definition."""
+    if not fast_kernels.multiplies(_fastkernels):
+        pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
+    rng, ran = np.random.default_rng(5), 0
+    while ran < 400:
+        n, c, h, w, o = (int(v) for v in rng.integers(1, [3, 5, 12, 12, 7]))
+        kh, kw, dh, dw = (int(v) for v in rng.integers(1, [6, 6, 4, 3]))
+        sh, sw = (1 if rng.random() < 0.7 else int(rng.integers(2, 4)) for _ in range(2))
+        if sw == 1 and rng.random() < 0.6:                          # as wide out as in
+            left = int(rng.integers(0, (kw - 1) * dw + 1))
+            right = (kw - 1) * dw - left
+        else:
+            left, right = (int(v) for v in rng.integers(0, 6, 2))
+        top, bottom = (int(v) for v in rng.integers(0, 7, 2))
+        ho, wo = (h + top + bottom - (kh - 1) * dh - 1) // sh + 1, (w + left + right - (kw - 1) * dw - 1) // sw + 1
+        if ho <= 0 or wo <= 0:
+            continue
+        band, block = int(rng.integers(1, ho + 2)), int(rng.integers(1, o + 1))
+        x, b = rng.standard_normal((n, c, h, w)).astype(np.float32), rng.standard_normal(o).astype(np.float32)
+        weight = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
+        y = np.full((n, o, ho, wo), np.nan, np.float32)
+        geometry = np.array([kh, kw, sh, sw, dh, dw, top, left], np.int64)
+        _fastkernels.conv_bands(x, weight, b, y, np.zeros(1, np.int64), geometry, n, c, h, w, o, ho, wo, band, block)
+        want = definition(x, weight, b, ((top, bottom), (left, right)), (sh, sw), (dh, dw))
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4, err_msg=str(geometry))
+        ran += 1
+
+
+def test_blocks_of_a_bands_output_channels_are_taken_from_the_counter_too():
+    """With blocks of 2 of 5 output channels, each band is 3 parts (the last of 1 channel), in
+    order: from 7, the last 2 parts run (band 2's last 2 blocks: channels 2-4 of its rows), the
+    windows laid out for them alone; two threads run each part once, to the same bits."""
+    if not fast_kernels.multiplies(_fastkernels):
+        pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
+    x = RNG.standard_normal((1, 3, 7, 7)).astype(np.float32)
+    w = RNG.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(5).astype(np.float32)
+    geometry = np.array([3, 3, 1, 1, 1, 1, 1, 1], np.int64)         # 3x3, stride 1, "same"
+    # 7 x 7 outputs: 3 bands of 3 rows (the last of 1), 3 blocks each, 9 parts
+
+    def parts(counter, y):
+        return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 1, 3, 7, 7, 5, 7, 7, 3, 2)
+    counter, y = np.zeros(1, np.int64), np.full((1, 5, 7, 7), np.nan, np.float32)
+    assert parts(counter, y) == 9
+    np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
+    takes_each_part_once(parts, counter, y, 9, 7, np.s_[0, 2:, 6:])
+
+
+def test_a_layer_of_few_rows_shares_blocks_of_its_output_channels_on_two_threads(counted, monkeypatch):
+    """A 7x7 layer of 160 outputs is one band (fewer than the 3 parts a thread takes): on two
+    threads its output channels are shared in blocks of 64 or more (3 here), on one it is one
+    part; both hold to the definition."""
+    setter = blas_threads._local_setter()
+    if setter is None:
+        pytest.skip("a BLAS other than NumPy's bundled OpenBLAS lends no threads")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
+    monkeypatch.setattr(parallel, "COLUMNS", 128)                   # the band as a run makes it
+    x = RNG.standard_normal((1, 96, 7, 7)).astype(np.float32)
+    w = (RNG.standard_normal((160, 96, 3, 3)) / 24).astype(np.float32)
+    b = RNG.standard_normal(160).astype(np.float32)
+    want = definition(x, w, b, ((1, 1), (1, 1)))
+    for threads, block in ((2, 64), (1, 160)):
+        before = setter(threads)
+        try:
+            got = conv(x, w, b, pad_type='"same"')
+        finally:
+            setter(before)
+        band, taken = counted[-1][-2:]
+        assert band >= 7 and taken == block                         # one band of all 7 rows; its block
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_bands_in_c_refuse_what_they_cannot_take():
@@ -135,29 +223,31 @@ def test_bands_in_c_refuse_what_they_cannot_take():
     def bands(*args, geometry=same, x=x, w=w, counter=None, bias=None):
         counter = np.zeros(1, np.int64) if counter is None else counter
         return _fastkernels.conv_bands(x, w, bias, y, counter, geometry, *args)
-    assert bands(1, 2, 6, 6, 3, 6, 6, 1) == 6                      # what it takes
+    assert bands(1, 2, 6, 6, 3, 6, 6, 1, 3) == 6                      # what it takes
     np.testing.assert_allclose(y[0, 0, 1:-1, 1:-1], 18)             # all ones: 2 channels x 9 inside
     for geometry in ([3, 3, 1, 1, 1, 1, 1], [3, 3, 0, 1, 1, 1, 1, 1], [3, 3, 1, 1, 1, 0, 1, 1], [3, 3, 1, 1, 1, 1, -1, 1],
                      [3, 3, 1 << 40, 1, 1, 1, 1, 1], [3, 3, 1, 1, 1 << 40, 1, 1, 1], [3, 2, 1, 1, 1, 1, 1, 1]):
         with pytest.raises(ValueError):
-            bands(1, 2, 6, 6, 3, 6, 6, 1, geometry=np.array(geometry, np.int64))
+            bands(1, 2, 6, 6, 3, 6, 6, 1, 3, geometry=np.array(geometry, np.int64))
     with pytest.raises(ValueError):
-        bands(1, 2, 6, 6, 3, 6, 6, 0)                               # a band of no rows
+        bands(1, 2, 6, 6, 3, 6, 6, 0, 3)                            # a band of no rows
     with pytest.raises(ValueError):
-        bands(1, 2, 6, 6, 3, 6, 5, 1)                               # y is not 3 x 6 x 5
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 0)                            # a block of no outputs
     with pytest.raises(ValueError):
-        bands(1, 2, 6, 5, 3, 6, 6, 1)                               # x is not 2 x 6 x 5
+        bands(1, 2, 6, 6, 3, 6, 5, 1, 3)                               # y is not 3 x 6 x 5
     with pytest.raises(ValueError):
-        bands(1, 2, 6, 6, 3, 6, 6, 1, bias=np.ones(2, np.float32))
+        bands(1, 2, 6, 5, 3, 6, 6, 1, 3)                               # x is not 2 x 6 x 5
+    with pytest.raises(ValueError):
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 3, bias=np.ones(2, np.float32))
     with pytest.raises(TypeError):
-        bands(1, 2, 6, 6, 3, 6, 6, 1, counter=np.zeros(1))          # a float64 counter
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 3, counter=np.zeros(1))          # a float64 counter
     with pytest.raises(TypeError):
-        bands(1, 2, 6, 6, 3, 6, 6, 1, geometry=same.astype(np.float64))
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 3, geometry=same.astype(np.float64))
     with pytest.raises(TypeError):
-        bands(1, 2, 6, 6, 3, 6, 6, 1, w=w.astype(np.float64))
+        bands(1, 2, 6, 6, 3, 6, 6, 1, 3, w=w.astype(np.float64))
     _fastkernels.use_blas(0, False)
     try:
         with pytest.raises(RuntimeError, match="no BLAS"):
-            bands(1, 2, 6, 6, 3, 6, 6, 1)
+            bands(1, 2, 6, 6, 3, 6, 6, 1, 3)
     finally:
         _fastkernels.use_blas(*blas_threads.sgemm())

@@ -97,9 +97,9 @@ def test_two_threads_give_the_one_thread_results(monkeypatch, low_bar):
     if SETTER is None:
         assert two == []
         return
-    # the stem, the pool, the block conv, the add, the deep conv (its one image's windows
-    # copied, then its products), the grouped conv, exp and mul: each split in two
-    assert two == [2] * 9
+    # the stem, the pool, the block conv, the add, the deep conv (blocks of its output
+    # channels), the grouped conv, exp and mul: each split in two
+    assert two == [2] * 8
     for name in ("pooled", "sum", "twice"):         # the same arithmetic: the same bits
         np.testing.assert_array_equal(shared[name], alone[name], err_msg=name)
     for name in ("stem", "deep", "grouped"):         # the same products, in bands
@@ -109,6 +109,18 @@ def test_two_threads_give_the_one_thread_results(monkeypatch, low_bar):
     cols = np.lib.stride_tricks.sliding_window_view(x[0], (3, 3), axis=(1, 2))     # C, 7, 7, 3, 3
     want = np.einsum("chwij,ocij->ohw", cols, INPUTS["w3"].astype(np.float64)) + INPUTS["b3"][:, None, None]
     np.testing.assert_allclose(alone["deep"][0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_without_the_c_products_the_numpy_paths_share_the_work(monkeypatch, low_bar):
+    """With a BLAS the C kernels cannot call, the convolutions keep to NumPy's paths: the deep
+    conv's one image's windows copied by input channels, then its output channels shared."""
+    monkeypatch.setattr(fast_kernels, "_blas", False)
+    one, two = [], []
+    alone = run_at(1, monkeypatch, one)
+    shared = run_at(2, monkeypatch, two)
+    assert one == [] and two == ([] if SETTER is None else [2] * 9)
+    for name in ("stem", "deep", "grouped"):
+        np.testing.assert_allclose(shared[name], alone[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_workers_are_made_once_and_reused(monkeypatch, low_bar):

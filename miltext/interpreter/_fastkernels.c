@@ -456,10 +456,50 @@ max_pool_loop(const float *restrict xs, float *restrict ys, Py_ssize_t planes, P
         }
 }
 
+/* Output rows at least this wide are copied by memcpy (narrower, by a loop). */
+#define WIDE_ROW 32
+
 /* cols (c kh kw rows of `rows` x wo values) = the windows under output rows row0 .. row0 + rows
  * of xs (c channels of h x w): row (ch kh + i) kw + j holds, for output (r, q), the input at row
  * (row0 + r) sh + i dh - top and column q sw + j dw - left, zero outside xs (the padding read
  * in place). */
+/* zeros at out[from .. to) */
+INLINE void
+zeros(float *restrict out, Py_ssize_t from, Py_ssize_t to)
+{
+    for (Py_ssize_t p = from; p < to; p++)
+        out[p] = 0.0f;
+}
+
+/* conv_cols' `rows` x w values of one channel and kernel position where the strides are 1 and
+ * the output as wide as the input: output row r is the plane's row y0 + r shifted by `shift`
+ * columns, inside from column q0 to q1. The inside rows are one copy of the plane's values
+ * (a narrow row's own copy costs more than its values), their outside columns zeroed after. */
+INLINE void
+shifted_plane(const float *restrict plane, float *restrict out, Py_ssize_t h, Py_ssize_t w, Py_ssize_t y0,
+              Py_ssize_t shift, Py_ssize_t rows, Py_ssize_t q0, Py_ssize_t q1)
+{
+    Py_ssize_t r0 = y0 >= 0 ? 0 : -y0 < rows ? -y0 : rows;            /* the first row inside */
+    Py_ssize_t r1 = h - y0 < rows ? h - y0 : rows;                      /* past the last */
+    r1 = r1 > r0 ? r1 : r0;
+    /* out[p] = plane[offset + p] for p in [r0 w, r1 w), read within the plane: what falls
+     * outside it lies in an outside column, zeroed below */
+    Py_ssize_t offset = y0 * w + shift, lo = r0 * w, hi = r1 * w;
+    Py_ssize_t from = -offset > lo ? -offset : lo, to = h * w - offset < hi ? h * w - offset : hi;
+    zeros(out, 0, lo);
+    if (from < to) {
+        zeros(out, lo, from);
+        memcpy(out + from, plane + offset + from, (size_t)(to - from) * sizeof(float));
+        zeros(out, to, hi);
+    } else
+        zeros(out, lo, hi);
+    zeros(out, hi, rows * w);
+    for (Py_ssize_t r = r0; r < r1; r++) {
+        zeros(out + r * w, 0, q0);
+        zeros(out + r * w, q1, w);
+    }
+}
+
 INLINE void
 conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_ssize_t h, Py_ssize_t w,
                const Py_ssize_t *restrict geometry, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows)
@@ -471,10 +511,18 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
         for (Py_ssize_t i = 0; i < kh; i++)
             for (Py_ssize_t j = 0; j < kw; j++) {
                 Py_ssize_t shift = j * dw - left;                   /* output column 0's input column */
-                Py_ssize_t q0 = shift >= 0 ? 0 : (sw - 1 - shift) / sw;     /* the first inside */
-                Py_ssize_t q1 = w > shift ? (w - shift + sw - 1) / sw : 0;   /* past the last inside */
+                Py_ssize_t q0, q1;                          /* the first inside, and past the last */
+                if (sw == 1)                                /* (a division a channel is a third of a 7x7 layer's) */
+                    q0 = shift >= 0 ? 0 : -shift, q1 = w > shift ? w - shift : 0;
+                else
+                    q0 = shift >= 0 ? 0 : (sw - 1 - shift) / sw, q1 = w > shift ? (w - shift + sw - 1) / sw : 0;
                 q1 = q1 < wo ? q1 : wo;
                 q0 = q0 < q1 ? q0 : q1;
+                if (sh == 1 && sw == 1 && wo == w && wo < WIDE_ROW) {
+                    shifted_plane(xs + ch * h * w, out, h, w, row0 + i * dh - top, shift, rows, q0, q1);
+                    out += rows * wo;
+                    continue;
+                }
                 for (Py_ssize_t r = 0; r < rows; r++, out += wo) {
                     Py_ssize_t y = (row0 + r) * sh + i * dh - top;
                     if (y < 0 || y >= h) {
@@ -482,16 +530,36 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
                         continue;
                     }
                     const float *line = xs + (ch * h + y) * w;
-                    memset(out, 0, (size_t)q0 * sizeof(float));
-                    if (sw == 1)
+                    if (sw == 1 && wo >= WIDE_ROW) {
+                        memset(out, 0, (size_t)q0 * sizeof(float));
                         memcpy(out + q0, line + q0 + shift, (size_t)(q1 - q0) * sizeof(float));
+                        memset(out + q1, 0, (size_t)(wo - q1) * sizeof(float));
+                        continue;
+                    }
+                    /* loops (a library call a few values long costs more than they do) */
+                    Py_ssize_t q = 0;
+                    for (; q < q0; q++)
+                        out[q] = 0.0f;
+                    if (sw == 1)
+                        for (; q < q1; q++)
+                            out[q] = line[q + shift];
                     else
-                        for (Py_ssize_t q = q0; q < q1; q++)
+                        for (; q < q1; q++)
                             out[q] = line[q * sw + shift];
-                    memset(out + q1, 0, (size_t)(wo - q1) * sizeof(float));
+                    for (; q < wo; q++)
+                        out[q] = 0.0f;
                 }
             }
 }
+
+/* Loops kept as loops: GCC makes a zeroing or copying loop a call of memset or memcpy, which,
+ * for the few values of a narrow conv's rows, costs more than the values (ResNet-18's 7x7
+ * layers: 0.6 ms laying out windows a 0.05 ms product then multiplies). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define LOOPS_KEPT __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define LOOPS_KEPT
+#endif
 
 /* Each loop compiled for the baseline and, where possible, for AVX2 and AVX-512. */
 #define VARIANT(name, attributes, params, args) \
@@ -514,7 +582,7 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
     VARIANT(winograd_out##suffix, attributes, (const float *m, const float *bs, float *ys, Py_ssize_t k, \
             Py_ssize_t ho, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw, float *line), \
             (m, bs, ys, k, ho, wo, row0, rows, tw, line)) \
-    VARIANT(conv_cols##suffix, attributes, (const float *xs, float *cols, Py_ssize_t c, Py_ssize_t h, \
+    VARIANT(conv_cols##suffix, attributes LOOPS_KEPT, (const float *xs, float *cols, Py_ssize_t c, Py_ssize_t h, \
             Py_ssize_t w, const Py_ssize_t *geometry, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows), \
             (xs, cols, c, h, w, geometry, wo, row0, rows)) \
     VARIANT(max_pool##suffix, attributes, (const float *xs, float *ys, Py_ssize_t planes, Py_ssize_t h, \
@@ -1107,21 +1175,22 @@ winograd_bands(PyObject *self, PyObject *args)
     return released_parts(&a, PyLong_FromSsize_t(ran));
 }
 
-/* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band): the correlation of x
- * (n images of c x h x wd) with w (o x c x kh x kw), plus bias (o values, or None), into y (n
- * images of o x ho x wo); geometry (int64: kh, kw, strides, dilations, top and left padding).
- * Bands of `band` output rows taken from counter until none is left, each band's windows laid
- * out in C (the padding read in place) and multiplied by the BLAS straight into y; the count
+/* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band, block): the
+ * correlation of x (n images of c x h x wd) with w (o x c x kh x kw), plus bias (o values, or
+ * None), into y (n images of o x ho x wo); geometry (int64: kh, kw, strides, dilations, top and
+ * left padding). Parts (a band of `band` output rows, `block` output channels of it) taken from
+ * counter until none is left, each band's windows laid out in C (the padding read in place;
+ * once for a band's consecutive parts) and multiplied by the BLAS straight into y; the count
  * this thread ran. */
 static PyObject *
 conv_bands(PyObject *self, PyObject *args)
 {
     PyObject *xo, *wo_, *bo, *yo, *co, *go;
-    Py_ssize_t n, c, h, wd, o, ho, wo, band;
+    Py_ssize_t n, c, h, wd, o, ho, wo, band, block;
     Py_buffer geometry;
     parts_args a;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnn", &xo, &wo_, &bo, &yo, &co, &go, &n, &c, &h, &wd, &o, &ho, &wo,
-                          &band) || get_parts(xo, wo_, bo, yo, co, &a) < 0)
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnnn", &xo, &wo_, &bo, &yo, &co, &go, &n, &c, &h, &wd, &o, &ho, &wo,
+                          &band, &block) || get_parts(xo, wo_, bo, yo, co, &a) < 0)
         return NULL;
     if (get_i64(go, &geometry, 0, "geometry") < 0)
         return released_parts(&a, NULL);
@@ -1130,14 +1199,14 @@ conv_bands(PyObject *self, PyObject *args)
     if (fits)
         memcpy(g, geometry.buf, sizeof g);
     PyBuffer_Release(&geometry);
-    if (!fits || ho <= 0 || wo <= 0 || band <= 0 || band > FAR || g[0] <= 0 || g[1] <= 0 || g[2] <= 0 || g[3] <= 0
+    if (!fits || ho <= 0 || wo <= 0 || band <= 0 || band > FAR || block <= 0 || g[0] <= 0 || g[1] <= 0 || g[2] <= 0 || g[3] <= 0
         || g[4] <= 0 || g[5] <= 0 || g[6] < 0 || g[7] < 0 || g[0] > FAR / g[4] || g[1] > FAR / g[5]
         || g[2] > FAR / ho || g[3] > FAR / wo || g[6] > FAR || g[7] > FAR || !holds(a.x.len, n, c, h, wd)
         || !holds(a.w.len, o, c, g[0], g[1]) || !holds(a.out.len, n, o, ho, wo)
         || (a.have_bias && !holds(a.bias.len, o, 1, 1, 1))) {
         PyErr_SetString(PyExc_ValueError, "x must be n images of c x h x w, w o x c x kh x kw, y n images of "
                                           "o x ho x wo, bias o values; geometry 8 values (kh, kw, sh, sw, dh, dw, "
-                                          "top, left), kernel, strides, dilations and band positive");
+                                          "top, left), kernel, strides, dilations, band and block positive");
         return released_parts(&a, NULL);
     }
     Py_ssize_t rows = band < ho ? band : ho, bands = (ho + rows - 1) / rows, depth = c * g[0] * g[1];
@@ -1150,15 +1219,19 @@ conv_bands(PyObject *self, PyObject *args)
     float *cols = PyMem_RawMalloc((size_t)floats * sizeof(float));
     if (cols == NULL)
         return released_parts(&a, PyErr_NoMemory());
-    Py_ssize_t ran = 0, part;
+    Py_ssize_t blocks = (o + block - 1) / block, laid = -1, ran = 0, part;
     Py_BEGIN_ALLOW_THREADS
-    while ((part = next_part(a.counter.buf, n * bands)) >= 0) {
-        Py_ssize_t image = part / bands, row0 = part % bands * rows;
+    while ((part = next_part(a.counter.buf, n * bands * blocks)) >= 0) {
+        Py_ssize_t which = part / blocks, image = which / bands, row0 = which % bands * rows;
+        Py_ssize_t first = part % blocks * block, outputs = o - first < block ? o - first : block;
         Py_ssize_t these = ho - row0 < rows ? ho - row0 : rows, width = these * wo;
-        float *out = (float *)a.out.buf + (size_t)image * o * ho * wo + (size_t)row0 * wo;
-        conv_cols_run((const float *)a.x.buf + (size_t)image * c * h * wd, cols, c, h, wd, g, wo, row0, these);
-        sgemm(0, o, width, depth, a.w.buf, depth, cols, width, out, ho * wo);
-        add_bias(out, a.bias_values, o, width, ho * wo, 0);
+        float *out = (float *)a.out.buf + ((size_t)image * o + first) * ho * wo + (size_t)row0 * wo;
+        if (which != laid)
+            conv_cols_run((const float *)a.x.buf + (size_t)image * c * h * wd, cols, c, h, wd, g, wo, row0, these);
+        laid = which;
+        sgemm(0, outputs, width, depth, (const float *)a.w.buf + (size_t)first * depth, depth, cols, width, out,
+              ho * wo);
+        add_bias(out, a.bias_values == NULL ? NULL : a.bias_values + first, outputs, width, ho * wo, 0);
         ran++;
     }
     Py_END_ALLOW_THREADS
@@ -1292,9 +1365,10 @@ static PyMethodDef methods[] = {
      "(n x c x h x w) with u (16 x k x c) plus bias into y (n x k x ho x wo), bands of `band` tile rows taken from "
      "counter[0] (int64) until none is left; the count this call ran."},
     {"conv_bands", conv_bands, METH_VARARGS,
-     "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band): x (n x c x h x w) correlated with "
-     "w (o x c x kh x kw) plus bias into y (n x o x ho x wo), geometry (int64) kh, kw, strides, dilations, top, "
-     "left; bands of `band` output rows taken from counter[0] until none is left; the count this call ran."},
+     "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band, block): x (n x c x h x w) "
+     "correlated with w (o x c x kh x kw) plus bias into y (n x o x ho x wo), geometry (int64) kh, kw, strides, "
+     "dilations, top, left; parts (`block` output channels of a band of `band` output rows) taken from "
+     "counter[0] until none is left; the count this call ran."},
     {"product_columns", product_columns, METH_VARARGS,
      "product_columns(x, w, bias, out, counter, m, k, n, block, transposed): x (m x k) times w (k x n, or its "
      "transpose given n x k) plus bias into out (m x n), blocks of `block` columns taken from counter[0] until none "
