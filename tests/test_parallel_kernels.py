@@ -97,9 +97,10 @@ def test_two_threads_give_the_one_thread_results(monkeypatch, low_bar):
     if SETTER is None:
         assert two == []
         return
-    # the stem, the pool, the block conv, the add, the deep conv (blocks of its output
-    # channels), the grouped conv, exp and mul: each split in two
-    assert two == [2] * 8
+    # the stem, the pool, the block conv (Winograd's: its weights' transform, then its bands),
+    # the add, the deep conv (blocks of its output channels), the grouped conv, exp and mul:
+    # each split in two
+    assert two == [2] * 9
     for name in ("pooled", "sum", "twice"):         # the same arithmetic: the same bits
         np.testing.assert_array_equal(shared[name], alone[name], err_msg=name)
     for name in ("stem", "deep", "grouped"):         # the same products, in bands
@@ -113,12 +114,13 @@ def test_two_threads_give_the_one_thread_results(monkeypatch, low_bar):
 
 def test_without_the_c_products_the_numpy_paths_share_the_work(monkeypatch, low_bar):
     """With a BLAS the C kernels cannot call, the convolutions keep to NumPy's paths: the deep
-    conv's one image's windows copied by input channels, then its output channels shared."""
+    conv's one image's windows copied by input channels, then its output channels shared;
+    the block conv's weights are transformed by Winograd's C code, shared too."""
     monkeypatch.setattr(fast_kernels, "_blas", False)
     one, two = [], []
     alone = run_at(1, monkeypatch, one)
     shared = run_at(2, monkeypatch, two)
-    assert one == [] and two == ([] if SETTER is None else [2] * 9)
+    assert one == [] and two == ([] if SETTER is None else [2] * 10)
     for name in ("stem", "deep", "grouped"):
         np.testing.assert_allclose(shared[name], alone[name], rtol=1e-5, atol=1e-6, err_msg=name)
 

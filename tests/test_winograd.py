@@ -216,6 +216,26 @@ def test_bands_in_c_refuse_what_they_cannot_take():
         _fastkernels.use_blas(*blas_threads.sgemm())
 
 
+def test_the_weights_are_transformed_in_parts_to_the_same_bits():
+    """The kernels from `first`, `count` of them, land where the whole transform puts them and
+    nothing else is written: as each thread transforms its output channels'; first and count
+    outside the kernels are refused."""
+    w = RNG.standard_normal((5, 20, 3, 3)).astype(np.float32)     # 100 kernels (blocks of 64 in C)
+    whole = np.empty((16, 5, 20), np.float32)
+    _fastkernels.winograd_weight(w, whole)
+    parts = np.full_like(whole, np.nan)
+    for first, count in ((0, 40), (40, 60)):                      # output channels 0-1, then 2-4
+        _fastkernels.winograd_weight(w, parts, first, count)
+        np.testing.assert_array_equal(parts[:, :(first + count) // 20], whole[:, :(first + count) // 20])
+        assert np.isnan(parts[:, (first + count) // 20:]).all()
+    _fastkernels.winograd_weight(w, part := np.full_like(whole, np.nan), 64, -1)     # from 64 to the last
+    np.testing.assert_array_equal(part.reshape(16, -1)[:, 64:], whole.reshape(16, -1)[:, 64:])
+    assert np.isnan(part.reshape(16, -1)[:, :64]).all()
+    for first, count in ((-1, 2), (101, 0), (90, 11), (0, -2)):
+        with pytest.raises(ValueError):
+            _fastkernels.winograd_weight(w, parts, first, count)
+
+
 def test_the_c_transforms_refuse_what_they_cannot_take():
     w = np.ones((2, 3, 3, 3), np.float32)
     with pytest.raises(ValueError):

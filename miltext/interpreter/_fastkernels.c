@@ -302,16 +302,16 @@ matmul_loop(const float *xs, const float *ws, float *ys, Py_ssize_t count, Py_ss
  * window d under it (Lavin and Gray, 2015); the transforms below are B', G and A' written out.
  * The 16 products between them are the BLAS's (the caller's). ---- */
 
-/* u (16 planes of kc) = G g G' of each of the kc 3x3 kernels of ws (kc times 9 values), in
+/* u (16 planes of kc) = G g G' of the 3x3 kernels first .. last of ws (kc times 9 values), in
  * blocks of 64 kernels laid side by side, so the arithmetic runs in vectors, and gathered in
  * `block` before they are stored: the planes lie a power of two apart as often as not, and 16
  * stores a kernel to them would fight over one set of the cache. */
 INLINE void
-winograd_weight_loop(const float *restrict ws, float *restrict u, Py_ssize_t kc)
+winograd_weight_loop(const float *restrict ws, float *restrict u, Py_ssize_t kc, Py_ssize_t first, Py_ssize_t last)
 {
     float g[9][64] = {{0}}, block[16][64];
-    for (Py_ssize_t i0 = 0; i0 < kc; i0 += 64) {
-        int count = kc - i0 < 64 ? (int)(kc - i0) : 64;
+    for (Py_ssize_t i0 = first; i0 < last; i0 += 64) {
+        int count = last - i0 < 64 ? (int)(last - i0) : 64;
         for (int i = 0; i < count; i++)                   /* the block's kernels side by side */
             for (int e = 0; e < 9; e++)
                 g[e][i] = ws[9 * (i0 + i) + e];
@@ -575,7 +575,8 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
             Py_ssize_t m, Py_ssize_t k, Py_ssize_t n), (xs, ws, bs, ys, m, k, n)) \
     VARIANT(matmul##suffix, attributes, (const float *xs, const float *ws, float *ys, Py_ssize_t count, \
             Py_ssize_t m, Py_ssize_t k, Py_ssize_t n, float *scratch), (xs, ws, ys, count, m, k, n, scratch)) \
-    VARIANT(winograd_weight##suffix, attributes, (const float *ws, float *u, Py_ssize_t kc), (ws, u, kc)) \
+    VARIANT(winograd_weight##suffix, attributes, (const float *ws, float *u, Py_ssize_t kc, Py_ssize_t first, \
+            Py_ssize_t last), (ws, u, kc, first, last)) \
     VARIANT(winograd_in##suffix, attributes, (const float *xs, float *v, Py_ssize_t c, Py_ssize_t h, \
             Py_ssize_t w, Py_ssize_t top, Py_ssize_t left, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw, \
             float *line), (xs, v, c, h, w, top, left, row0, rows, tw, line)) \
@@ -634,7 +635,8 @@ static void (*linear_run)(const float *, const float *, const float *, float *, 
                           Py_ssize_t) = linear_plain;
 static void (*matmul_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                           Py_ssize_t, float *) = matmul_plain;
-static void (*winograd_weight_run)(const float *, float *, Py_ssize_t) = winograd_weight_plain;
+static void (*winograd_weight_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t) =
+    winograd_weight_plain;
 static void (*winograd_in_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                                Py_ssize_t, Py_ssize_t, Py_ssize_t, float *) = winograd_in_plain;
 static void (*max_pool_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
@@ -883,17 +885,21 @@ winograd_weight(PyObject *self, PyObject *args)
 {
     PyObject *wo, *uo;
     Py_buffer w, u;
-    if (!PyArg_ParseTuple(args, "OO", &wo, &uo) || get_two(wo, uo, &w, &u) < 0)
+    Py_ssize_t first = 0, count = -1;
+    if (!PyArg_ParseTuple(args, "OO|nn", &wo, &uo, &first, &count) || get_two(wo, uo, &w, &u) < 0)
         return NULL;
     Py_ssize_t kc = w.len / 36;
-    if (!holds(w.len, kc, 9, 1, 1) || !holds(u.len, kc, 16, 1, 1)) {
-        PyErr_SetString(PyExc_ValueError, "weight must be 3x3 kernels, u 16 values for each");
+    count = count == -1 ? kc - first : count;          /* -1: to the last */
+    if (!holds(w.len, kc, 9, 1, 1) || !holds(u.len, kc, 16, 1, 1) || first < 0 || first > kc || count < 0
+        || count > kc - first) {
+        PyErr_SetString(PyExc_ValueError, "weight must be 3x3 kernels, u 16 values for each; first and count "
+                                          "within the kernels");
         PyBuffer_Release(&w);
         PyBuffer_Release(&u);
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    winograd_weight_run((const float *)w.buf, (float *)u.buf, kc);
+    winograd_weight_run((const float *)w.buf, (float *)u.buf, kc, first, first + count);
     Py_END_ALLOW_THREADS
     return released(&w, &u);
 }
@@ -1345,7 +1351,8 @@ static PyMethodDef methods[] = {
      "matmul(x, y, out, m, k, n, swap_y): each m by k matrix of x times its k by n matrix of y (given as n by k "
      "when swap_y) into out."},
     {"winograd_weight", winograd_weight, METH_VARARGS,
-     "winograd_weight(w, u): G g G' of each 3x3 kernel of w into u (16 planes of one value a kernel)."},
+     "winograd_weight(w, u[, first, count]): G g G' of each 3x3 kernel of w (or of `count` from `first`) into u (16 "
+     "planes of one value a kernel)."},
     {"winograd_in", winograd_in, METH_VARARGS,
      "winograd_in(x, v, c, h, w, top, left, row0, rows, tw): B' d B of the 4x4 windows of tile rows row0 .. "
      "row0 + rows of x (c x h x w, under top and left rows and columns of zeros) into v (16 x c x rows x tw)."},

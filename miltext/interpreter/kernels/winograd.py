@@ -75,20 +75,25 @@ def correlate(a, native, x, weight, around, bias=None):
             and fast_kernels.multiplies(native)):
         a.allow((share, band * row_bytes), 1, "the transformed windows")
         y = np.empty((n, k, ho, wo), np.float32)
-        u = _transformed(native, weight)
+        u = _transformed(native, weight, share)
         parallel.claimed(lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, band), share, macs)
         return y
     band = max(1, _BUDGET // share // row_bytes)
     if share > 1 and n < share:
         band = min(band, -(-th * n // share))           # a band for every thread
     a.allow((min(band, th) * share, row_bytes), 1, "the transformed windows")
-    return _numpy_bands(native, x, _transformed(native, weight), bias, layer, band, (share, macs))
+    return _numpy_bands(native, x, _transformed(native, weight, share), bias, layer, band, (share, macs))
 
 
-def _transformed(native, weight):
-    """The 16 planes (16, K, C) of weight (K, C, 3, 3) transformed."""
-    u = np.empty((16,) + weight.shape[:2], np.float32)
-    native.winograd_weight(weight, u)
+def _transformed(native, weight, share: int = 1):
+    """The 16 planes (16, K, C) of weight (K, C, 3, 3) transformed, the output channels shared
+    among `share` threads (a 28x28 layer of 128 channels: 0.2 ms of a 1.5 ms layer)."""
+    k, c = weight.shape[:2]
+    u = np.empty((16, k, c), np.float32)
+    if share > 1:
+        parallel.split(k, lambda start, stop: native.winograd_weight(weight, u, start * c, (stop - start) * c), share)
+    else:
+        native.winograd_weight(weight, u)
     return u
 
 
