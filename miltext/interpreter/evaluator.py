@@ -16,7 +16,7 @@ from .. import dtypes
 from ..errors import InputError
 from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, Value, WeightRef
 from ..ir.walk import blocks, operations
-from . import blas_threads, fast_kernels, replays
+from . import blas_threads, fast_kernels, parallel, replays
 from .args import Args, Literal
 from .errors import KERNEL_FAILURES, RunError
 from .limits import BIG, Limits, size_text
@@ -93,6 +93,7 @@ class Evaluator:
             if var.name not in inputs:
                 raise RunError(f"input %{var.name} is not given", var.loc)
             env[var.name] = _as_input(var, inputs[var.name])
+        parallel.keep_freed_memory()
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings(), blas_threads.for_run():
                 warnings.simplefilter("ignore", RuntimeWarning)    # NaN and inf are answers here

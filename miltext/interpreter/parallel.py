@@ -253,8 +253,6 @@ class _Pool:
         if self.workers >= count:
             return
         with self.lock:
-            if not self.workers:
-                _keep_freed_memory()
             while self.workers < min(count, max(_CORES - 1, 1)):
                 threading.Thread(target=self._serve, name=f"miltext-worker-{self.workers}", daemon=True).start()
                 self.workers += 1
@@ -284,13 +282,18 @@ class _Pool:
         self.queue, self.signal, self.workers, self.lock = SimpleQueue(), np.zeros(1, np.int64), 0, threading.Lock()
 
 
-def _keep_freed_memory() -> None:
-    """Once there are worker threads, glibc's malloc keeps what a run frees for the next
+def keep_freed_memory() -> None:
+    """From a process's first run on, glibc's malloc keeps what a run frees for the next
     (thresholds pinned at the values its own dynamic rule climbs to: arrays below 32 MB from
-    its heaps, which it trims only past 64 MB free). With a worker's arena beside the main
-    one, the rule settled too low: a ResNet-18 run on two threads gave ~15 MB back and
-    faulted it in again each time (3,600 page faults, 10-17 ms of system time, a quarter of
-    the run). Elsewhere (no glibc) nothing changes."""
+    its heaps, which it trims only past 64 MB free). Left to the rule, a ResNet-18 run on two
+    threads (a worker's arena beside the main one) gave ~15 MB back and faulted it in again
+    each time (3,600 page faults, 10-17 ms of system time, a quarter of the run); a GPT-2
+    block on one thread spent 3 ms a run in the kernel against 1 pinned, and ran 1.4-2.5 ms
+    slower. Once a process; elsewhere (no glibc) nothing changes."""
+    global _kept
+    if _kept:
+        return
+    _kept = True
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
@@ -301,6 +304,7 @@ def _keep_freed_memory() -> None:
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3        # glibc's malloc.h
+_kept = False
 _POOL = _Pool()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_POOL._forked)
