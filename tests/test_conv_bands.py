@@ -131,7 +131,7 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     # 7 x 6 outputs an image: 4 bands of 2 rows (the last of 1), 8 in all
 
     def bands(counter, y):
-        return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 2, 3, 13, 11, 5, 7, 6, 2, 5)
+        return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 2, 3, 13, 11, 5, 7, 6, 2, 5, False)
     counter, y = np.zeros(1, np.int64), np.full((2, 5, 7, 6), np.nan, np.float32)
     assert bands(counter, y) == 8
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1)), (2, 2), (1, 1))[:, :, :7, :6],
@@ -141,7 +141,8 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
 
 def test_random_geometries_hold_to_the_definition():
     """400 small convs of random kernels, strides, dilations, padding (most as wide out as in,
-    the shifted copies' case), bands and blocks, each held to the definition."""
+    the shifted copies' case), bands and blocks, some with a relu folded in, each held to the
+    definition."""
     if not fast_kernels.multiplies(_fastkernels):
         pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
     rng, ran = np.random.default_rng(5), 0
@@ -158,13 +159,15 @@ def test_random_geometries_hold_to_the_definition():
         ho, wo = (h + top + bottom - (kh - 1) * dh - 1) // sh + 1, (w + left + right - (kw - 1) * dw - 1) // sw + 1
         if ho <= 0 or wo <= 0:
             continue
-        band, block = int(rng.integers(1, ho + 2)), int(rng.integers(1, o + 1))
+        band, block, relu = int(rng.integers(1, ho + 2)), int(rng.integers(1, o + 1)), bool(rng.random() < 0.3)
         x, b = rng.standard_normal((n, c, h, w)).astype(np.float32), rng.standard_normal(o).astype(np.float32)
         weight = rng.standard_normal((o, c, kh, kw)).astype(np.float32)
         y = np.full((n, o, ho, wo), np.nan, np.float32)
         geometry = np.array([kh, kw, sh, sw, dh, dw, top, left], np.int64)
-        _fastkernels.conv_bands(x, weight, b, y, np.zeros(1, np.int64), geometry, n, c, h, w, o, ho, wo, band, block)
+        _fastkernels.conv_bands(x, weight, b, y, np.zeros(1, np.int64), geometry, n, c, h, w, o, ho, wo, band, block,
+                                relu)
         want = definition(x, weight, b, ((top, bottom), (left, right)), (sh, sw), (dh, dw))
+        want = np.maximum(want, 0) if relu else want
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4, err_msg=str(geometry))
         ran += 1
 
@@ -182,7 +185,7 @@ def test_blocks_of_a_bands_output_channels_are_taken_from_the_counter_too():
     # 7 x 7 outputs: 3 bands of 3 rows (the last of 1), 3 blocks each, 9 parts
 
     def parts(counter, y):
-        return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 1, 3, 7, 7, 5, 7, 7, 3, 2)
+        return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 1, 3, 7, 7, 5, 7, 7, 3, 2, False)
     counter, y = np.zeros(1, np.int64), np.full((1, 5, 7, 7), np.nan, np.float32)
     assert parts(counter, y) == 9
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
@@ -209,7 +212,7 @@ def test_a_layer_of_few_rows_shares_blocks_of_its_output_channels_on_two_threads
             got = conv(x, w, b, pad_type='"same"')
         finally:
             setter(before)
-        band, taken = counted[-1][-2:]
+        band, taken = counted[-1][-3:-1]
         assert band >= 7 and taken == block                         # one band of all 7 rows; its block
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
@@ -222,7 +225,7 @@ def test_bands_in_c_refuse_what_they_cannot_take():
 
     def bands(*args, geometry=same, x=x, w=w, counter=None, bias=None):
         counter = np.zeros(1, np.int64) if counter is None else counter
-        return _fastkernels.conv_bands(x, w, bias, y, counter, geometry, *args)
+        return _fastkernels.conv_bands(x, w, bias, y, counter, geometry, *args, False)
     assert bands(1, 2, 6, 6, 3, 6, 6, 1, 3) == 6                      # what it takes
     np.testing.assert_allclose(y[0, 0, 1:-1, 1:-1], 18)             # all ones: 2 channels x 9 inside
     for geometry in ([3, 3, 1, 1, 1, 1, 1], [3, 3, 0, 1, 1, 1, 1, 1], [3, 3, 1, 1, 1, 0, 1, 1], [3, 3, 1, 1, 1, 1, -1, 1],

@@ -176,11 +176,20 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     # 13 x 11 outputs under one row and column of zeros each side: 7 tile rows, 4 bands of 2 an image
 
     def bands(counter, y):
-        return _fastkernels.winograd_bands(x, u, b, y, counter, 2, 5, 13, 11, 7, 13, 11, 1, 1, 2)
+        return _fastkernels.winograd_bands(x, u, b, y, counter, 2, 5, 13, 11, 7, 13, 11, 1, 1, 2, False)
     counter, y = np.zeros(1, np.int64), np.full((2, 7, 13, 11), np.nan, np.float32)
     assert bands(counter, y) == 8
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
     takes_each_part_once(bands, counter, y, 8, 6, np.s_[1, :, 8:])      # from 6: image 1's last 2 bands
+    # a relu folded in: each band's negatives made 0 (an odd output height: the last band's
+    # one row), NaN kept
+    x[0, 0, 0, 0] = np.nan
+    relu = np.full_like(y, np.nan)
+    assert _fastkernels.winograd_bands(x, u, b, relu, np.zeros(1, np.int64), 2, 5, 13, 11, 7, 13, 11, 1, 1, 2,
+                                       True) == 8
+    want = definition(x, w, b, ((1, 1), (1, 1)))
+    np.testing.assert_allclose(relu, np.maximum(want, 0), rtol=1e-5, atol=1e-5)
+    assert np.isnan(relu[0, :, :2, :2]).all() and (relu[1] >= 0).all()
 
 
 def test_bands_in_c_refuse_what_they_cannot_take():
@@ -190,7 +199,7 @@ def test_bands_in_c_refuse_what_they_cannot_take():
     y, counter = np.empty((1, 3, 6, 6), np.float32), np.zeros(1, np.int64)
 
     def bands(*args, x=x, u=u, y=y, counter=counter, bias=None):
-        return _fastkernels.winograd_bands(x, u, bias, y, counter, *args)
+        return _fastkernels.winograd_bands(x, u, bias, y, counter, *args, False)
     assert bands(1, 2, 6, 6, 3, 6, 6, 1, 1, 1) == 3                   # what it takes
     with pytest.raises(ValueError):
         bands(1, 2, 6, 6, 3, 6, 6, 1, 1, 0, counter=np.zeros(1, np.int64))        # a band of no rows

@@ -463,6 +463,15 @@ max_pool_loop(const float *restrict xs, float *restrict ys, Py_ssize_t planes, P
  * of xs (c channels of h x w): row (ch kh + i) kw + j holds, for output (r, q), the input at row
  * (row0 + r) sh + i dh - top and column q sw + j dw - left, zero outside xs (the padding read
  * in place). */
+/* The negatives of ys[0 .. count) made 0 (a relu folded into the op before it): NaN and -0
+ * kept, as np.maximum(x, 0). */
+INLINE void
+relu_loop(float *restrict ys, Py_ssize_t count)
+{
+    for (Py_ssize_t i = 0; i < count; i++)
+        ys[i] = ys[i] < 0.0f ? 0.0f : ys[i];
+}
+
 /* zeros at out[from .. to) */
 INLINE void
 zeros(float *restrict out, Py_ssize_t from, Py_ssize_t to)
@@ -586,6 +595,7 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
     VARIANT(conv_cols##suffix, attributes LOOPS_KEPT, (const float *xs, float *cols, Py_ssize_t c, Py_ssize_t h, \
             Py_ssize_t w, const Py_ssize_t *geometry, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows), \
             (xs, cols, c, h, w, geometry, wo, row0, rows)) \
+    VARIANT(relu##suffix, attributes, (float *ys, Py_ssize_t count), (ys, count)) \
     VARIANT(max_pool##suffix, attributes, (const float *xs, float *ys, Py_ssize_t planes, Py_ssize_t h, \
             Py_ssize_t w, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t top, \
             Py_ssize_t left, Py_ssize_t ho, Py_ssize_t wo, float *line), \
@@ -601,6 +611,7 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
 #define winograd_out_plain_loop winograd_out_loop
 #define max_pool_plain_loop max_pool_loop
 #define conv_cols_plain_loop conv_cols_loop
+#define relu_plain_loop relu_loop
 LOOPS(_plain, )
 #if WIDE_VARIANTS
 #define gelu_avx2_loop gelu_loop
@@ -613,6 +624,7 @@ LOOPS(_plain, )
 #define winograd_out_avx2_loop winograd_out_loop
 #define max_pool_avx2_loop max_pool_loop
 #define conv_cols_avx2_loop conv_cols_loop
+#define relu_avx2_loop relu_loop
 #define gelu_avx512_loop gelu_loop
 #define softmax_avx512_loop softmax_loop
 #define layer_norm_avx512_loop layer_norm_loop
@@ -623,6 +635,7 @@ LOOPS(_plain, )
 #define winograd_out_avx512_loop winograd_out_loop
 #define max_pool_avx512_loop max_pool_loop
 #define conv_cols_avx512_loop conv_cols_loop
+#define relu_avx512_loop relu_loop
 LOOPS(_avx2, AVX2)
 LOOPS(_avx512, AVX512)
 #endif
@@ -642,6 +655,7 @@ static void (*winograd_in_run)(const float *, float *, Py_ssize_t, Py_ssize_t, P
 static void (*max_pool_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, float *)
     = max_pool_plain;
+static void (*relu_run)(float *, Py_ssize_t) = relu_plain;
 static void (*conv_cols_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t *,
                              Py_ssize_t, Py_ssize_t, Py_ssize_t) = conv_cols_plain;
 static void (*winograd_out_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
@@ -1126,20 +1140,30 @@ add_bias(float *out, const float *bias, Py_ssize_t rows, Py_ssize_t width, Py_ss
             out[r * stride + i] += by_column ? bias[i] : bias[r];
 }
 
-/* winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band): Winograd's 3x3
- * correlation of x (n images of c x h x w) with the transformed weights u (16 x k x c), plus
+/* relu_loop over `rows` rows of `width` values, `stride` apart (a part of an op's output,
+ * while it is in cache). */
+static void
+relu_rows(float *out, Py_ssize_t rows, Py_ssize_t width, Py_ssize_t stride)
+{
+    for (Py_ssize_t r = 0; r < rows; r++)
+        relu_run(out + r * stride, width);
+}
+
+/* winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu): Winograd's
+ * 3x3 correlation of x (n images of c x h x w) with the transformed weights u (16 x k x c), plus
  * bias (k values, or None), into y (n images of k x ho x wo), under `top` and `left` rows and
  * columns of zeros: bands of `band` tile rows taken from counter until none is left, each
- * band's windows transformed, its 16 products by the BLAS, its results transformed; the count
- * this thread ran. */
+ * band's windows transformed, its 16 products by the BLAS, its results transformed (and their
+ * negatives made 0 when relu); the count this thread ran. */
 static PyObject *
 winograd_bands(PyObject *self, PyObject *args)
 {
     PyObject *xo, *uo, *bo, *yo, *co;
     Py_ssize_t n, c, h, w, k, ho, wo, top, left, band;
+    int relu;
     parts_args a;
-    if (!PyArg_ParseTuple(args, "OOOOOnnnnnnnnnn", &xo, &uo, &bo, &yo, &co, &n, &c, &h, &w, &k, &ho, &wo, &top,
-                          &left, &band) || get_parts(xo, uo, bo, yo, co, &a) < 0)
+    if (!PyArg_ParseTuple(args, "OOOOOnnnnnnnnnnp", &xo, &uo, &bo, &yo, &co, &n, &c, &h, &w, &k, &ho, &wo, &top,
+                          &left, &band, &relu) || get_parts(xo, uo, bo, yo, co, &a) < 0)
         return NULL;
     if (ho <= 0 || wo <= 0 || band <= 0 || band > FAR || top < 0 || left < 0 || top > FAR || left > FAR
         || !holds(a.x.len, n, c, h, w) || !holds(a.w.len, 16, k, c, 1) || !holds(a.out.len, n, k, ho, wo)
@@ -1172,8 +1196,11 @@ winograd_bands(PyObject *self, PyObject *args)
         for (int p = 0; p < 16; p++)
             sgemm(0, k, width, c, us + (size_t)p * k * c, c, v + (size_t)p * c * width, width,
                   m + (size_t)p * k * width, width);
-        winograd_out_run(m, a.bias_values, (float *)a.out.buf + (size_t)image * k * ho * wo, k, ho, wo, row0, these,
-                         tw, out_line);
+        float *out = (float *)a.out.buf + (size_t)image * k * ho * wo;
+        winograd_out_run(m, a.bias_values, out, k, ho, wo, row0, these, tw, out_line);
+        Py_ssize_t first = 2 * row0, rows = 2 * these < ho - first ? 2 * these : ho - first;
+        for (Py_ssize_t channel = 0; relu && channel < k; channel++)
+            relu_rows(out + ((size_t)channel * ho + first) * wo, 1, rows * wo, 0);
         ran++;
     }
     Py_END_ALLOW_THREADS
@@ -1181,22 +1208,23 @@ winograd_bands(PyObject *self, PyObject *args)
     return released_parts(&a, PyLong_FromSsize_t(ran));
 }
 
-/* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band, block): the
+/* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band, block, relu): the
  * correlation of x (n images of c x h x wd) with w (o x c x kh x kw), plus bias (o values, or
- * None), into y (n images of o x ho x wo); geometry (int64: kh, kw, strides, dilations, top and
- * left padding). Parts (a band of `band` output rows, `block` output channels of it) taken from
- * counter until none is left, each band's windows laid out in C (the padding read in place;
- * once for a band's consecutive parts) and multiplied by the BLAS straight into y; the count
- * this thread ran. */
+ * None), into y (n images of o x ho x wo), its negatives made 0 when relu; geometry (int64: kh,
+ * kw, strides, dilations, top and left padding). Parts (a band of `band` output rows, `block`
+ * output channels of it) taken from counter until none is left, each band's windows laid out
+ * in C (the padding read in place; once for a band's consecutive parts) and multiplied by the
+ * BLAS straight into y; the count this thread ran. */
 static PyObject *
 conv_bands(PyObject *self, PyObject *args)
 {
     PyObject *xo, *wo_, *bo, *yo, *co, *go;
     Py_ssize_t n, c, h, wd, o, ho, wo, band, block;
+    int relu;
     Py_buffer geometry;
     parts_args a;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnnn", &xo, &wo_, &bo, &yo, &co, &go, &n, &c, &h, &wd, &o, &ho, &wo,
-                          &band, &block) || get_parts(xo, wo_, bo, yo, co, &a) < 0)
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnnnp", &xo, &wo_, &bo, &yo, &co, &go, &n, &c, &h, &wd, &o, &ho, &wo,
+                          &band, &block, &relu) || get_parts(xo, wo_, bo, yo, co, &a) < 0)
         return NULL;
     if (get_i64(go, &geometry, 0, "geometry") < 0)
         return released_parts(&a, NULL);
@@ -1238,6 +1266,8 @@ conv_bands(PyObject *self, PyObject *args)
         sgemm(0, outputs, width, depth, (const float *)a.w.buf + (size_t)first * depth, depth, cols, width, out,
               ho * wo);
         add_bias(out, a.bias_values == NULL ? NULL : a.bias_values + first, outputs, width, ho * wo, 0);
+        if (relu)
+            relu_rows(out, outputs, width, ho * wo);
         ran++;
     }
     Py_END_ALLOW_THREADS
@@ -1368,13 +1398,13 @@ static PyMethodDef methods[] = {
     {"use_blas", use_blas, METH_VARARGS,
      "use_blas(address, ilp64): the cblas_sgemm (64-bit integers when ilp64) the parts' products call."},
     {"winograd_bands", winograd_bands, METH_VARARGS,
-     "winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band): Winograd's correlation of x "
-     "(n x c x h x w) with u (16 x k x c) plus bias into y (n x k x ho x wo), bands of `band` tile rows taken from "
-     "counter[0] (int64) until none is left; the count this call ran."},
+     "winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu): Winograd's correlation "
+     "of x (n x c x h x w) with u (16 x k x c) plus bias into y (n x k x ho x wo), its negatives made 0 when relu, "
+     "bands of `band` tile rows taken from counter[0] (int64) until none is left; the count this call ran."},
     {"conv_bands", conv_bands, METH_VARARGS,
-     "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band, block): x (n x c x h x w) "
-     "correlated with w (o x c x kh x kw) plus bias into y (n x o x ho x wo), geometry (int64) kh, kw, strides, "
-     "dilations, top, left; parts (`block` output channels of a band of `band` output rows) taken from "
+     "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band, block, relu): x (n x c x h x w) "
+     "correlated with w (o x c x kh x kw) plus bias into y (n x o x ho x wo), its negatives made 0 when relu, "
+     "geometry (int64) kh, kw, strides, dilations, top, left; parts (`block` output channels of a band of `band` output rows) taken from "
      "counter[0] until none is left; the count this call ran."},
     {"product_columns", product_columns, METH_VARARGS,
      "product_columns(x, w, bias, out, counter, m, k, n, block, transposed): x (m x k) times w (k x n, or its "
@@ -1399,6 +1429,7 @@ PyInit__fastkernels(void)
         linear_run = linear_avx512, matmul_run = matmul_avx512;
         winograd_weight_run = winograd_weight_avx512, winograd_in_run = winograd_in_avx512;
         winograd_out_run = winograd_out_avx512, max_pool_run = max_pool_avx512, conv_cols_run = conv_cols_avx512;
+        relu_run = relu_avx512;
         variant = "avx512";
     }
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
@@ -1406,6 +1437,7 @@ PyInit__fastkernels(void)
         linear_run = linear_avx2, matmul_run = matmul_avx2;
         winograd_weight_run = winograd_weight_avx2, winograd_in_run = winograd_in_avx2;
         winograd_out_run = winograd_out_avx2, max_pool_run = max_pool_avx2, conv_cols_run = conv_cols_avx2;
+        relu_run = relu_avx2;
         variant = "avx2";
     }
 #endif

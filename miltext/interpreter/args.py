@@ -46,7 +46,7 @@ class Literal:
 
 
 class Args:
-    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay")
+    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay", "relu")
 
     def __init__(self, evaluator, op, env: dict, opset: str, bindings: dict, last=frozenset()):
         """`bindings`: the op's inputs and attributes by name, each a list of var names and
@@ -56,6 +56,7 @@ class Args:
         self.last = last
         self.passes = None
         self.replay = None       # (compute, keys) the kernel offered this run (replays.py)
+        self.relu = False        # the kernel makes its output's negatives 0 (fusion.py)
 
     def replayable(self, compute, *keys):
         """Offers `compute(*inputs keys)` as what this op computes on later runs whose inputs

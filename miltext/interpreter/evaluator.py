@@ -16,7 +16,7 @@ from .. import dtypes
 from ..errors import InputError
 from ..ir import Blob, DictData, ListData, StateType, TensorData, TensorType, TupleData, Value, WeightRef
 from ..ir.walk import blocks, operations
-from . import blas_threads, fast_kernels, parallel, replays
+from . import blas_threads, fast_kernels, fusion, parallel, replays
 from .args import Args, Literal
 from .errors import KERNEL_FAILURES, RunError
 from .limits import BIG, Limits, size_text
@@ -25,13 +25,16 @@ from .registry import find
 
 class Step:
     """One op as the loop runs it."""
-    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "most", "drops", "last", "args", "replay")
+    __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "most", "drops", "last", "args", "replay",
+                 "relu", "folded")
 
     def __init__(self, op, kernel, bindings: dict, drops: list):
         self.op, self.kernel, self.bindings, self.drops = op, kernel, bindings, drops
         self.last = frozenset(drops)         # the inputs no op after this one reads
         self.args = None                     # what the kernel sees, made on the first run and reused
         self.replay = None                   # the op without its kernel, for inputs as last run's (replays.py)
+        self.relu = False                    # the kernel applies the next step's relu (fusion.py)
+        self.folded = None                   # a relu the step before applies: the name it reads
         self.names = [var.name for var in op.outputs]
         self.dtypes = [_numpy_dtype(var.type) for var in op.outputs]
         # what the text declares the outputs take, checked before the kernel runs
@@ -137,7 +140,10 @@ class Evaluator:
             if monotonic() > limits.deadline:
                 limits.check_time(step.op)
             replay = step.replay
-            if replay is None or not replaying or not self._replayed(step.op, replay, env):
+            if step.folded is not None and observer is None:
+                env[step.names[0]] = env[step.folded]       # the step before applied this relu
+                replayed = False
+            elif replay is None or not replaying or not self._replayed(step.op, replay, env):
                 self._step(step, env, opset)
                 replayed = False
             if observer is not None:
@@ -167,6 +173,7 @@ class Evaluator:
         for i, op in enumerate(block.operations):
             if id(op) not in folded:
                 steps.append(self._make_step(op, [n for n in drops[i] if n not in folded.names], folded))
+        fusion.mark(steps)
         self._plans[id(block)] = (block, steps)     # the block is held so its id stays its own
         made = {var.name for op in block.operations for var in op.outputs}
         self._chains[id(block)] = replays.Chain(sorted({b for step in steps for found in step.bindings.values()
@@ -206,6 +213,7 @@ class Evaluator:
             args = step.args = Args(self, op, env, opset, step.bindings, step.last)
         else:                          # the step's own, made on its first run
             args.evaluator, args.env, args.opset, args.passes = self, env, opset, None
+        args.relu = step.relu and self.observer is None
         try:
             most = step.most
             if most >= BIG or most > self.limits.max_memory:

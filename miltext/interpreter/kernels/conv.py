@@ -170,18 +170,23 @@ def _conv(a, weight):
     bias = a("bias", None)
     bias = None if bias is None else wide(bias)
     native = usable(a, xf)
+    # a relu folded in (fusion.py): the C kernels apply it to each part in fp32; else (fp16 after
+    # the cast, as the relu op would) to the whole output
+    in_parts = a.relu and x.dtype == np.float32
     if winograd.takes(native, xf, weight, strides, dilations, groups, around):
         a.allow((x.shape[0], weight.shape[0]) + tuple(n + b + e - 2 for n, (b, e) in zip(x.shape[2:], around)), 4,
                 "the output")
-        return winograd.correlate(a, native, xf, weight, around, bias).astype(x.dtype, copy=False)
-    if conv_bands.takes(native, xf, weight, strides, dilations, groups, around):
-        y = conv_bands.correlate(a, native, xf, weight, strides, dilations, around, bias)
-        return y.astype(x.dtype, copy=False)
-    a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
-    inside = padded(xf, around) if any(b or e for b, e in around) else xf
-    a.allow(windows(inside, kernel_shape, strides, dilations).shape[:2 + n], 8, "the output")
-    y = correlate(inside, weight, strides, dilations, groups, bias)
-    return y.astype(x.dtype, copy=False)
+        y = winograd.correlate(a, native, xf, weight, around, bias, in_parts)
+    elif conv_bands.takes(native, xf, weight, strides, dilations, groups, around):
+        y = conv_bands.correlate(a, native, xf, weight, strides, dilations, around, bias, in_parts)
+    else:
+        a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
+        inside = padded(xf, around) if any(b or e for b, e in around) else xf
+        a.allow(windows(inside, kernel_shape, strides, dilations).shape[:2 + n], 8, "the output")
+        y = correlate(inside, weight, strides, dilations, groups, bias)
+        in_parts = False
+    y = y.astype(x.dtype, copy=False)
+    return np.maximum(y, 0, out=y) if a.relu and not in_parts else y
 
 
 @kernel("conv_transpose")

@@ -37,9 +37,10 @@ def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
             and fast_kernels.multiplies(native))
 
 
-def correlate(a, native, x, weight, strides, dilations, around, bias=None):
+def correlate(a, native, x, weight, strides, dilations, around, bias=None, relu: bool = False):
     """x (N, C, H, W), C-contiguous float32, correlated with weight (O, C, kh, kw) under the
-    zero padding `around` ((top, bottom), (left, right)), plus bias (O,) -> (N, O, Ho, Wo)."""
+    zero padding `around` ((top, bottom), (left, right)), plus bias (O,), its negatives made 0
+    when `relu` -> (N, O, Ho, Wo)."""
     n, c, h, w = x.shape
     o = weight.shape[0]
     out = _output(x.shape[2:], weight.shape[2:], strides, dilations, around)
@@ -56,7 +57,7 @@ def correlate(a, native, x, weight, strides, dilations, around, bias=None):
     geometry = np.array(list(weight.shape[2:]) + list(strides) + list(dilations) + [around[0][0], around[1][0]],
                         np.int64)
     parallel.claimed(lambda counter: native.conv_bands(x, weight, bias, y, counter, geometry, n, c, h, w, o,
-                                                       *out, band, block), share, macs)
+                                                       *out, band, block, relu), share, macs)
     return y
 
 

@@ -49,12 +49,12 @@ def _by_outputs(share: int, n: int, k: int, tiles: int) -> bool:
     return 1 < share and n < share and tiles < k
 
 
-def correlate(a, native, x, weight, around, bias=None):
+def correlate(a, native, x, weight, around, bias=None, relu: bool = False):
     """x (N, C, H, W), C-contiguous float32, correlated with weight (K, C, 3, 3) under the
-    zero padding `around` ((top, bottom), (left, right)), plus bias (K,) -> (N, K, Ho, Wo):
-    the threads share the output channels (_by_outputs), or bands of tile rows, taken from a
-    counter by C kernels that multiply themselves where there are enough bands, else in
-    NumPy's batched products."""
+    zero padding `around` ((top, bottom), (left, right)), plus bias (K,), its negatives made 0
+    when `relu` -> (N, K, Ho, Wo): the threads share the output channels (_by_outputs), or
+    bands of tile rows, taken from a counter by C kernels that multiply themselves (and apply
+    the relu to each band) where there are enough bands, else in NumPy's batched products."""
     n, c, h, w = x.shape
     k = weight.shape[0]
     (top, bottom), (left, right) = around
@@ -68,7 +68,7 @@ def correlate(a, native, x, weight, around, bias=None):
     macs = n * 16 * k * c * th * tw
     share = parallel.threads(macs, parallel.PIECE)
     if _by_outputs(share, n, k, th * tw):
-        return _channels_shared(a, native, x, weight, bias, layer, share)
+        return _relu(_channels_shared(a, native, x, weight, bias, layer, share), relu)
     row_bytes = 16 * (c + k) * tw * 4
     band = max(1, min(-(-parallel.COLUMNS // tw), _BUDGET // share // row_bytes))
     if (parallel.claims(n * -(-th // band), share) and 16 * (c + k) * band * tw <= fast_kernels.SCRATCH
@@ -76,13 +76,19 @@ def correlate(a, native, x, weight, around, bias=None):
         a.allow((share, band * row_bytes), 1, "the transformed windows")
         y = np.empty((n, k, ho, wo), np.float32)
         u = _transformed(native, weight, share)
-        parallel.claimed(lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, band), share, macs)
+        parallel.claimed(lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, band, relu), share,
+                         macs)
         return y
     band = max(1, _BUDGET // share // row_bytes)
     if share > 1 and n < share:
         band = min(band, -(-th * n // share))           # a band for every thread
     a.allow((min(band, th) * share, row_bytes), 1, "the transformed windows")
-    return _numpy_bands(native, x, _transformed(native, weight, share), bias, layer, band, (share, macs))
+    return _relu(_numpy_bands(native, x, _transformed(native, weight, share), bias, layer, band, (share, macs)), relu)
+
+
+def _relu(y, relu: bool):
+    """y, its negatives made 0 in place when `relu` (the paths that do not apply it in parts)."""
+    return np.maximum(y, 0, out=y) if relu else y
 
 
 def _transformed(native, weight, share: int = 1):
