@@ -212,6 +212,28 @@ def test_rows_and_products_shared_give_the_same_results():
     np.testing.assert_allclose(y, a @ w.T, rtol=1e-5, atol=1e-4)
 
 
+def test_a_products_blocks_are_narrower_where_the_threads_would_have_too_few(monkeypatch):
+    """Blocks of 256 columns, or of fewer (128 at the least, in 64s) where 256 would give two
+    threads fewer than 3 blocks each: a GPT-2 block's 768-column linears in 6 blocks of 128; a
+    512-column one in NumPy's halves (4 blocks of 128 are too few)."""
+    native = fast_kernels.loaded()
+    if native is None or not fast_kernels.multiplies(native):
+        pytest.skip("no C kernels that multiply (another BLAS than NumPy's bundled OpenBLAS)")
+    blocks = []
+    monkeypatch.setattr(fast_kernels, "_fastkernels", type("Counting", (), {
+        "__getattr__": lambda self, name: (lambda *a: name == "product_columns" and blocks.append(a[-2])
+                                           or getattr(native, name)(*a))})())
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
+    a = RNG.standard_normal((16, 64), np.float32)
+    for n, block in ((768, 128), (3072, 256), (1000, 192), (512, None)):
+        w = RNG.standard_normal((n, 64), np.float32)
+        y = np.full((16, n), np.nan, np.float32)
+        parallel.product(a, w.T, y, 2)
+        np.testing.assert_allclose(y, a @ w.T, rtol=1e-5, atol=1e-4)
+        assert blocks == ([] if block is None else [block] * 2), (n, blocks)      # a call on each thread
+        blocks.clear()
+
+
 def test_a_products_column_blocks_in_c_give_numpys_product(monkeypatch):
     """product's C blocks (taken from a counter, the BLAS called from C): a linear's weight as
     stored (its transpose multiplied) or laid out (K, N), with and without a bias, to NumPy's
