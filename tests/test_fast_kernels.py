@@ -164,6 +164,16 @@ def test_softmax_of_nan_inf_masked_and_large_rows_is_what_the_numpy_path_gives()
     np.testing.assert_array_equal(np.isnan(c_result), np.isnan(numpy_result))
     np.testing.assert_allclose(c_result, numpy_result, rtol=2e-6, atol=1e-12)
     assert np.isnan(c_result[:3]).all() and (c_result[3] == [0, 1, 0, 0]).all()
+    # rows of 40: the max taken in 16 lanes, then the last 8 alone; NaN, +inf and the max in each
+    wide = RNG.standard_normal((7, 40)).astype(np.float32)
+    wide[0, 5], wide[1, 37], wide[2, 20] = np.nan, np.nan, np.inf
+    wide[3] = -np.inf
+    wide[4, 39], wide[5, 16], wide[6, 0] = 50.0, 50.0, 50.0
+    numpy_result, c_result = both("softmax(x=%x, axis=-1)", wide)
+    np.testing.assert_array_equal(np.isnan(c_result), np.isnan(numpy_result))
+    np.testing.assert_allclose(c_result, numpy_result, rtol=2e-6, atol=1e-12)
+    assert np.isnan(c_result[:4]).all() and not np.isnan(c_result[4:]).any()
+    assert (c_result[4:].argmax(axis=-1) == [39, 16, 0]).all()
 
 
 def test_layer_norm_of_nan_inf_and_constant_rows_is_what_the_numpy_path_gives():
