@@ -9,7 +9,7 @@ from contextlib import nullcontext
 import numpy as np
 
 import miltext
-from miltext.interpreter import blas_threads, parallel
+from miltext.interpreter import blas_threads, fast_kernels, parallel
 
 
 def local_threads(setter) -> int:
@@ -61,6 +61,7 @@ def test_a_run_holds_one_thread_and_lends_the_rest_to_the_pool_unless_busy(monke
     split = parallel.split
     monkeypatch.setattr(parallel, "split", lambda count, work, share: (pieces.append(share), split(count, work, share)))
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))     # two threads, on one core too
+    monkeypatch.setattr(fast_kernels, "_blas", False)       # NumPy's products (the spy's), not the C blocks
     before = setter(2)
     try:
         monkeypatch.setattr(np, "matmul", spy)

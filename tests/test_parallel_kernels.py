@@ -212,10 +212,10 @@ def test_rows_and_products_shared_give_the_same_results():
     np.testing.assert_allclose(y, a @ w.T, rtol=1e-5, atol=1e-4)
 
 
-def test_a_products_blocks_are_narrower_where_the_threads_would_have_too_few(monkeypatch):
-    """Blocks of 256 columns, or of fewer (128 at the least, in 64s) where 256 would give two
-    threads fewer than 3 blocks each: a GPT-2 block's 768-column linears in 6 blocks of 128; a
-    512-column one in NumPy's halves (4 blocks of 128 are too few)."""
+def test_a_products_blocks_are_one_a_thread_but_for_long_inputs(monkeypatch):
+    """A product's columns are shared evenly among the threads, in multiples of 64 (the BLAS
+    packs x again for each block); a long input's turned blocks are cut to TURNED bytes, 128
+    columns at the least; fewer columns than a block a thread keep to NumPy's halves."""
     native = fast_kernels.loaded()
     if native is None or not fast_kernels.multiplies(native):
         pytest.skip("no C kernels that multiply (another BLAS than NumPy's bundled OpenBLAS)")
@@ -224,14 +224,23 @@ def test_a_products_blocks_are_narrower_where_the_threads_would_have_too_few(mon
         "__getattr__": lambda self, name: (lambda *a: name == "product_columns" and blocks.append(a[-2])
                                            or getattr(native, name)(*a))})())
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
-    a = RNG.standard_normal((16, 64), np.float32)
-    for n, block in ((768, 128), (3072, 256), (1000, 192), (512, None)):
+    for rows, n, pieces, block in ((16, 768, 2, 384), (16, 1000, 2, 512), (16, 3072, 1, 3072), (16, 3072, 2, 1536),
+                                   (4096, 1024, 2, 128), (16, 40, 2, None)):
+        a = RNG.standard_normal((rows, 64), np.float32)
         w = RNG.standard_normal((n, 64), np.float32)
-        y = np.full((16, n), np.nan, np.float32)
-        parallel.product(a, w.T, y, 2)
+        y = np.full((rows, n), np.nan, np.float32)
+        parallel.product(a, w.T, y, pieces)
         np.testing.assert_allclose(y, a @ w.T, rtol=1e-5, atol=1e-4)
-        assert blocks == ([] if block is None else [block] * 2), (n, blocks)      # a call on each thread
+        assert blocks == ([] if block is None else [block] * pieces), (rows, n, blocks)    # a call a thread
         blocks.clear()
+    # a big linear on one thread: one block, the weight as stored times x's transpose
+    text = ("main[CoreML7](%x: (128, 768, fp32), %w: (3072, 768, fp32), %b: (3072, fp32)) {\n  block0() {\n"
+            "    %y: (128, 3072, fp32) = linear(x=%x, weight=%w, bias=%b)\n  } -> (%y)\n}\n")
+    inputs = {"x": RNG.standard_normal((128, 768), np.float32), "w": RNG.standard_normal((3072, 768), np.float32),
+              "b": RNG.standard_normal(3072, np.float32)}
+    got = run_at(1, monkeypatch, [], text, inputs)["y"]
+    assert blocks == [3072]
+    np.testing.assert_allclose(got, inputs["x"] @ inputs["w"].T + inputs["b"], rtol=1e-5, atol=1e-3)
 
 
 def test_a_products_column_blocks_in_c_give_numpys_product(monkeypatch):
@@ -245,7 +254,7 @@ def test_a_products_column_blocks_in_c_give_numpys_product(monkeypatch):
     monkeypatch.setattr(fast_kernels, "_fastkernels", type("Counting", (), {
         "__getattr__": lambda self, name: (lambda *a: calls.append(name) or getattr(native, name)(*a))})())
     a = RNG.standard_normal((40, 96), np.float32)
-    w = RNG.standard_normal((1000, 96), np.float32)       # (out, in): 4 blocks of 256 columns
+    w = RNG.standard_normal((1000, 96), np.float32)       # (out, in): one block on one thread
     b = RNG.standard_normal(1000, np.float32)
     for given, bias in ((w.T, b), (np.ascontiguousarray(w.T), None)):
         y = np.full((40, 1000), np.nan, np.float32)

@@ -139,13 +139,14 @@ def product(x, w, out, pieces: int, bias=None):
     """np.matmul(x, w, out=out) (+ bias, of w's columns, when given) for x (M, K) and w (K, N)
     (a transposed view is fine), the output's columns shared among `pieces` threads, each
     adding the bias to its part while it is in cache: in blocks taken from a counter by the C
-    kernels (float32, x and out C-contiguous, w or its transpose too), else in halves."""
+    kernels (float32, x and out C-contiguous, w or its transpose too; a linear's weight as
+    stored multiplies x's transpose, see product_columns), else in halves."""
     if _claims_product(x, w, out, pieces, bias):
         m, k = x.shape
         n = w.shape[1]
         transposed = not w.flags.c_contiguous
         given = w.T if transposed else w
-        block = _product_block(n, pieces)
+        block = _product_block(n, pieces, m)
         claimed(lambda counter: loaded().product_columns(x, given, bias, out, counter, m, k, n, block, transposed),
                 pieces, m * k * n)
         return out
@@ -161,8 +162,8 @@ def product(x, w, out, pieces: int, bias=None):
 def _claims_product(x, w, out, pieces: int, bias) -> bool:
     """Whether product's C kernels take x, w, out and bias, in blocks enough for the threads."""
     native = loaded()
-    if native is None or not x.size or not w.size or not claims(-(-w.shape[1] // _product_block(w.shape[1], pieces)),
-                                                                 pieces):
+    n = w.shape[1]
+    if native is None or not x.size or not w.size or -(-n // _product_block(n, pieces, len(x))) < pieces:
         return False
     f32 = np.float32
     if x.dtype != f32 or w.dtype != f32 or out.dtype != f32 or not (x.flags.c_contiguous and out.flags.c_contiguous):
@@ -174,11 +175,14 @@ def _claims_product(x, w, out, pieces: int, bias) -> bool:
     return multiplies(native)
 
 
-def _product_block(n: int, pieces: int) -> int:
-    """Columns a block of a product's n holds: PRODUCT_BLOCK, or fewer (not below
-    PRODUCT_MIN, in multiples of 64) where that makes blocks enough for the threads (claims)."""
-    enough = -(-n // (_CLAIMS * pieces) // 64) * 64
-    return min(PRODUCT_BLOCK, max(PRODUCT_MIN, enough))
+def _product_block(n: int, pieces: int, m: int) -> int:
+    """Columns a block of a product's n (of m rows) holds: the columns shared evenly among the
+    threads (in multiples of 64), no wider than a turned product of TURNED bytes (PRODUCT_MIN
+    at the least): one block a thread, as the BLAS packs x again for each block (on two
+    threads a GPT-2 block's 768-column linears ran 20% faster in halves than in blocks of 128
+    from a counter), many for long inputs."""
+    even = -(-n // pieces // 64) * 64
+    return max(1, min(n, even, max(PRODUCT_MIN, TURNED // (4 * m))))
 
 
 def matmul(x, y, out, pieces: int):
@@ -229,10 +233,10 @@ _CORES = blas_threads.cores()
 # ran 14% faster in Winograd bands of 140 tiles than in one band or in halves, a band's data
 # staying in the core's cache, and as fast as in bands of 200.
 COLUMNS = 128
-# Columns of a product's output each block taken from a counter holds: the BLAS packs all of x
-# again for each block. Blocks of 128 are the fewest: a GPT-2 block's 768-column linears ran in
-# them 9-12% faster on two threads than in halves (blocks of 192 are too few for the counter).
-PRODUCT_BLOCK = 256
+# Bytes of a product's block turned in C (see product_columns): one whole 128-token linear of
+# GPT-2 fits (128 x 3072 x 4 is 1.5 MB); a long input's columns are cut into narrower blocks,
+# of PRODUCT_MIN at the least.
+TURNED = 1 << 21
 PRODUCT_MIN = 128
 _CLAIMS = 3
 # Seconds a worker stays awake after a piece, waiting for the next without sleeping: woken from

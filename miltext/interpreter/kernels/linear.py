@@ -81,8 +81,9 @@ def _linear(wt, weight, bias):
         w = wt if wt is not None else wide(weight).T
         macs = xw.size * (w.shape[-1] if w.ndim == 2 else 1)
         share = 1 if macs < SMALL else parallel.threads(macs, parallel.PIECE)
-        if share > 1 and xw.ndim >= 2 and xw.flags.c_contiguous and w.ndim == 2 and xw.shape[-1] == len(w):
-            # the weight's columns shared among the run's threads, each adding its bias
+        if macs >= SMALL and xw.ndim >= 2 and xw.flags.c_contiguous and w.ndim == 2 and xw.shape[-1] == len(w):
+            # the weight's columns shared among the run's threads (or all on this one), each
+            # adding its bias
             y = np.empty(xw.shape[:-1] + w.shape[-1:], np.result_type(xw, w))
             flat_bias = bias if bias is not None and bias.shape == w.shape[-1:] and bias.dtype == y.dtype else None
             parallel.product(xw.reshape(-1, xw.shape[-1]), w, y.reshape(-1, y.shape[-1]), share, flat_bias)
