@@ -215,17 +215,19 @@ def test_rows_and_products_shared_give_the_same_results():
 def test_a_products_blocks_are_one_a_thread_but_for_long_inputs(monkeypatch):
     """A product's columns are shared evenly among the threads, in multiples of 64 (the BLAS
     packs x again for each block); a long input's turned blocks are cut to TURNED bytes, 128
-    columns at the least; fewer columns than a block a thread keep to NumPy's halves."""
+    columns at the least, and past that multiplied in the BLAS's other order; fewer columns
+    than a block a thread keep to NumPy's halves."""
     native = fast_kernels.loaded()
     if native is None or not fast_kernels.multiplies(native):
         pytest.skip("no C kernels that multiply (another BLAS than NumPy's bundled OpenBLAS)")
     blocks = []
     monkeypatch.setattr(fast_kernels, "_fastkernels", type("Counting", (), {
-        "__getattr__": lambda self, name: (lambda *a: name == "product_columns" and blocks.append(a[-2])
+        "__getattr__": lambda self, name: (lambda *a: name == "product_columns" and blocks.append(a[-3:][::2])
                                            or getattr(native, name)(*a))})())
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
-    for rows, n, pieces, block in ((16, 768, 2, 384), (16, 1000, 2, 512), (16, 3072, 1, 3072), (16, 3072, 2, 1536),
-                                   (4096, 1024, 2, 128), (16, 40, 2, None)):
+    for rows, n, pieces, block in ((16, 768, 2, (384, True)), (16, 1000, 2, (512, True)), (16, 3072, 1, (3072, True)),
+                                   (16, 3072, 2, (1536, True)), (4096, 1024, 2, (128, True)),
+                                   (8192, 512, 2, (128, False)), (16, 40, 2, None)):
         a = RNG.standard_normal((rows, 64), np.float32)
         w = RNG.standard_normal((n, 64), np.float32)
         y = np.full((rows, n), np.nan, np.float32)
@@ -239,7 +241,7 @@ def test_a_products_blocks_are_one_a_thread_but_for_long_inputs(monkeypatch):
     inputs = {"x": RNG.standard_normal((128, 768), np.float32), "w": RNG.standard_normal((3072, 768), np.float32),
               "b": RNG.standard_normal(3072, np.float32)}
     got = run_at(1, monkeypatch, [], text, inputs)["y"]
-    assert blocks == [3072]
+    assert blocks == [(3072, True)]
     np.testing.assert_allclose(got, inputs["x"] @ inputs["w"].T + inputs["b"], rtol=1e-5, atol=1e-3)
 
 
@@ -261,20 +263,21 @@ def test_a_products_column_blocks_in_c_give_numpys_product(monkeypatch):
         parallel.product(a, given, y, 1, bias)
         np.testing.assert_allclose(y, a @ w.T + (0 if bias is None else b), rtol=1e-5, atol=1e-4)
     assert calls == ["product_columns"] * 2
-    def blocks(counter, out):
-        return native.product_columns(a, w, b, out, counter, 40, 96, 1000, 100, True)
-    y, counter = np.full((40, 1000), np.nan, np.float32), np.zeros(1, np.int64)
-    assert blocks(counter, y) == 10
-    np.testing.assert_allclose(y, a @ w.T + b, rtol=1e-5, atol=1e-4)
-    takes_each_part_once(blocks, counter, y, 10, 7, np.s_[:, 700:])         # from 7: the last 3 blocks
+    for turned in (True, False):        # w's rows times a's transpose, turned into y; or a times w's transpose
+        def blocks(counter, out, turned=turned):
+            return native.product_columns(a, w, b, out, counter, 40, 96, 1000, 100, True, turned)
+        y, counter = np.full((40, 1000), np.nan, np.float32), np.zeros(1, np.int64)
+        assert blocks(counter, y) == 10
+        np.testing.assert_allclose(y, a @ w.T + b, rtol=1e-5, atol=1e-4)
+        takes_each_part_once(blocks, counter, y, 10, 7, np.s_[:, 700:])     # from 7: the last 3 blocks
     with pytest.raises(ValueError):
-        native.product_columns(a, w, b, y, np.zeros(1, np.int64), 40, 96, 999, 100, True)     # w is not 999 x 96
+        native.product_columns(a, w, b, y, np.zeros(1, np.int64), 40, 96, 999, 100, True, True)     # w is not 999 x 96
     with pytest.raises(ValueError):
-        native.product_columns(a, w, b, y, np.zeros(1, np.int64), 40, 96, 1000, 0, True)      # blocks of nothing
+        native.product_columns(a, w, b, y, np.zeros(1, np.int64), 40, 96, 1000, 0, True, True)      # blocks of nothing
     with pytest.raises(ValueError):
-        native.product_columns(a, w, b[:10], y, np.zeros(1, np.int64), 40, 96, 1000, 100, True)
+        native.product_columns(a, w, b[:10], y, np.zeros(1, np.int64), 40, 96, 1000, 100, True, True)
     with pytest.raises(TypeError):
-        native.product_columns(a, w.astype(np.float64), b, y, np.zeros(1, np.int64), 40, 96, 1000, 100, True)
+        native.product_columns(a, w.astype(np.float64), b, y, np.zeros(1, np.int64), 40, 96, 1000, 100, True, True)
 
 
 def test_a_negative_pad_is_refused_in_plain_words():

@@ -1309,18 +1309,19 @@ conv_bands(PyObject *self, PyObject *args)
     return released_parts(&a, PyLong_FromSsize_t(ran));
 }
 
-/* product_columns(x, w, bias, out, counter, m, k, n, block, transposed): out (m x n) = x (m x k)
- * times w (k x n; or, when transposed, w is n x k and its transpose is taken) plus bias (n
- * values, or None): blocks of `block` columns taken from counter until none is left; the
+/* product_columns(x, w, bias, out, counter, m, k, n, block, transposed, turned): out (m x n) =
+ * x (m x k) times w (k x n; or, when transposed, w is n x k and its transpose is taken) plus
+ * bias (n values, or None): blocks of `block` columns taken from counter until none is left,
+ * each (when transposed and turned) as w's rows times x's transpose, turned into out; the
  * count this thread ran. */
 static PyObject *
 product_columns(PyObject *self, PyObject *args)
 {
     PyObject *xo, *wo_, *bo, *oo, *co;
     Py_ssize_t m, k, n, block;
-    int transposed;
+    int transposed, turn_it;
     parts_args a;
-    if (!PyArg_ParseTuple(args, "OOOOOnnnnp", &xo, &wo_, &bo, &oo, &co, &m, &k, &n, &block, &transposed)
+    if (!PyArg_ParseTuple(args, "OOOOOnnnnpp", &xo, &wo_, &bo, &oo, &co, &m, &k, &n, &block, &transposed, &turn_it)
         || get_parts(xo, wo_, bo, oo, co, &a) < 0)
         return NULL;
     if (block <= 0 || !holds(a.x.len, m, k, 1, 1) || !holds(a.w.len, k, n, 1, 1) || !holds(a.out.len, m, n, 1, 1)
@@ -1341,7 +1342,7 @@ product_columns(PyObject *self, PyObject *args)
      * columns), turned into out while in cache, is 10-35% faster than x w' from the BLAS on a
      * GPT-2 block's linears (to the same bits there) */
     float *turned = NULL;
-    if (transposed && (double)block * (double)m <= SCRATCH)
+    if (transposed && turn_it && (double)block * (double)m <= SCRATCH)
         turned = PyMem_RawMalloc((size_t)block * m * sizeof(float));
     Py_BEGIN_ALLOW_THREADS
     while ((part = next_part(a.counter.buf, blocks)) >= 0) {
@@ -1454,9 +1455,9 @@ static PyMethodDef methods[] = {
      "geometry (int64) kh, kw, strides, dilations, top, left; parts (`block` output channels of a band of `band` output rows) taken from "
      "counter[0] until none is left; the count this call ran."},
     {"product_columns", product_columns, METH_VARARGS,
-     "product_columns(x, w, bias, out, counter, m, k, n, block, transposed): x (m x k) times w (k x n, or its "
-     "transpose given n x k) plus bias into out (m x n), blocks of `block` columns taken from counter[0] until none "
-     "is left; the count this call ran."},
+     "product_columns(x, w, bias, out, counter, m, k, n, block, transposed, turned): x (m x k) times w (k x n, or "
+     "its transpose given n x k) plus bias into out (m x n), blocks of `block` columns taken from counter[0] until "
+     "none is left (turned: w's rows times x's transpose, turned into out); the count this call ran."},
     {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
     {NULL, NULL, 0, NULL},
 };

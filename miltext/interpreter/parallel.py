@@ -147,8 +147,9 @@ def product(x, w, out, pieces: int, bias=None):
         transposed = not w.flags.c_contiguous
         given = w.T if transposed else w
         block = _product_block(n, pieces, m)
-        claimed(lambda counter: loaded().product_columns(x, given, bias, out, counter, m, k, n, block, transposed),
-                pieces, m * k * n)
+        turned = transposed and 4 * block * m <= TURNED
+        claimed(lambda counter: loaded().product_columns(x, given, bias, out, counter, m, k, n, block, transposed,
+                                                         turned), pieces, m * k * n)
         return out
 
     def part(start, stop):
@@ -160,7 +161,7 @@ def product(x, w, out, pieces: int, bias=None):
 
 
 def _claims_product(x, w, out, pieces: int, bias) -> bool:
-    """Whether product's C kernels take x, w, out and bias, in blocks enough for the threads."""
+    """Whether product's C kernels take x, w, out and bias, in a block for each thread at least."""
     native = loaded()
     n = w.shape[1]
     if native is None or not x.size or not w.size or -(-n // _product_block(n, pieces, len(x))) < pieces:
@@ -235,7 +236,7 @@ _CORES = blas_threads.cores()
 COLUMNS = 128
 # Bytes of a product's block turned in C (see product_columns): one whole 128-token linear of
 # GPT-2 fits (128 x 3072 x 4 is 1.5 MB); a long input's columns are cut into narrower blocks,
-# of PRODUCT_MIN at the least.
+# of PRODUCT_MIN at the least, multiplied in the BLAS's other order where even those are past it.
 TURNED = 1 << 21
 PRODUCT_MIN = 128
 _CLAIMS = 3
