@@ -9,6 +9,8 @@ is its own repeat (relu(relu(x)) is relu(x)), so a folded relu that runs anyway 
 values."""
 from __future__ import annotations
 
+import numpy as np
+
 # ops whose kernels apply a relu to their output when Args.relu is set
 TAKES_RELU = frozenset({"conv"})
 
@@ -24,3 +26,9 @@ def mark(steps: list) -> None:
         if (step.bindings.get("x") == [name] and name in step.last and len(step.names) == 1
                 and before.dtypes[0] is not None and step.dtypes[0] == before.dtypes[0]):
             before.relu, step.folded = True, name
+
+
+def relu(y):
+    """y's negatives made 0 in place (NaN and -0 kept, as the relu op keeps them): what a
+    kernel that folds a relu in applies where it cannot in parts."""
+    return np.maximum(y, 0, out=y)

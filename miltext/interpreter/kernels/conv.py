@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .. import parallel
+from .. import fusion, parallel
 from ..errors import RunError
 from ..fast_kernels import usable
 from ..registry import kernel
@@ -186,7 +186,7 @@ def _conv(a, weight):
         y = correlate(inside, weight, strides, dilations, groups, bias)
         in_parts = False
     y = y.astype(x.dtype, copy=False)
-    return np.maximum(y, 0, out=y) if a.relu and not in_parts else y
+    return fusion.relu(y) if a.relu and not in_parts else y
 
 
 @kernel("conv_transpose")

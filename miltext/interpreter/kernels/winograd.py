@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import fast_kernels, parallel
+from .. import fast_kernels, fusion, parallel
 
 # Tiles (2x2 outputs) a thread's share must have for the transform of the weights to pay:
 # ResNet-18's 14x14 layers (49 tiles) gain 10% on one thread (and, their output channels
@@ -68,7 +68,8 @@ def correlate(a, native, x, weight, around, bias=None, relu: bool = False):
     macs = n * 16 * k * c * th * tw
     share = parallel.threads(macs, parallel.PIECE)
     if _by_outputs(share, n, k, th * tw):
-        return _relu(_channels_shared(a, native, x, weight, bias, layer, share), relu)
+        y = _channels_shared(a, native, x, weight, bias, layer, share)
+        return fusion.relu(y) if relu else y
     row_bytes = 16 * (c + k) * tw * 4
     band = max(1, min(-(-parallel.COLUMNS // tw), _BUDGET // share // row_bytes))
     if (parallel.claims(n * -(-th // band), share) and 16 * (c + k) * band * tw <= fast_kernels.SCRATCH
@@ -83,12 +84,8 @@ def correlate(a, native, x, weight, around, bias=None, relu: bool = False):
     if share > 1 and n < share:
         band = min(band, -(-th * n // share))           # a band for every thread
     a.allow((min(band, th) * share, row_bytes), 1, "the transformed windows")
-    return _relu(_numpy_bands(native, x, _transformed(native, weight, share), bias, layer, band, (share, macs)), relu)
-
-
-def _relu(y, relu: bool):
-    """y, its negatives made 0 in place when `relu` (the paths that do not apply it in parts)."""
-    return np.maximum(y, 0, out=y) if relu else y
+    y = _numpy_bands(native, x, _transformed(native, weight, share), bias, layer, band, (share, macs))
+    return fusion.relu(y) if relu else y
 
 
 def _transformed(native, weight, share: int = 1):
