@@ -128,5 +128,5 @@ sanitize: $(STAMP)
 		assert all('$(ASAN_DIR)' in m.__file__ for m in (p, e, k)), 'not the sanitized build'" && \
 	$(BIN)/pytest -q -p no:cacheprovider tests/test_fastprint.py tests/test_fastencode.py tests/test_fast_kernels.py \
 		tests/test_winograd.py tests/test_conv_bands.py tests/test_fusion.py tests/test_max_pool_kernel.py \
-		tests/test_parallel_kernels.py --deselect tests/test_parallel_kernels.py::test_runs_keep_their_memory_for_the_next && \
+		tests/test_parallel_kernels.py tests/test_joins.py --deselect tests/test_parallel_kernels.py::test_runs_keep_their_memory_for_the_next && \
 	$(BIN)/python fuzz/run.py --seconds 10 proto_to_text from_proto

@@ -19,7 +19,7 @@ from support.parts import takes_each_part_once
 
 RNG = np.random.default_rng(3)
 SETTER = blas_threads._local_setter()
-SPLIT = parallel.split
+SPLIT, CLAIMED = parallel.split, parallel.claimed
 
 # ResNet-18's shapes, narrowed: a 7x7 stride-2 stem, max pool, a 3x3 block of 32 rows (shared
 # by rows), a 3x3 conv of 7 rows with a bias (shared by output channels), a residual add and
@@ -75,10 +75,17 @@ def run_at(threads: int, monkeypatch, pieces: list, program: str = PROGRAM, inpu
 
 
 def count_splits(monkeypatch, pieces: list) -> None:
+    """pieces gets the count of every split, and of every C call shared with workers."""
     def counted(count, work, share):
         pieces.append(share)
         return SPLIT(count, work, share)
+
+    def claimed(run, share, macs):
+        if share > 1:
+            pieces.append(share)
+        return CLAIMED(run, share, macs)
     monkeypatch.setattr(parallel, "split", counted)
+    monkeypatch.setattr(parallel, "claimed", claimed)
 
 
 @pytest.fixture
@@ -222,7 +229,8 @@ def test_a_products_blocks_are_one_a_thread_but_for_long_inputs(monkeypatch):
         pytest.skip("no C kernels that multiply (another BLAS than NumPy's bundled OpenBLAS)")
     blocks = []
     monkeypatch.setattr(fast_kernels, "_fastkernels", type("Counting", (), {
-        "__getattr__": lambda self, name: (lambda *a: name == "product_columns" and blocks.append(a[-3:][::2])
+        "__getattr__": lambda self, name: (lambda *a: name == "product_columns"
+                                           and blocks.append(a[-3:][::2] + (int(a[4][1]),))
                                            or getattr(native, name)(*a))})())
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
     for rows, n, pieces, block in ((16, 768, 2, (384, True)), (16, 1000, 2, (512, True)), (16, 3072, 1, (3072, True)),
@@ -233,7 +241,8 @@ def test_a_products_blocks_are_one_a_thread_but_for_long_inputs(monkeypatch):
         y = np.full((rows, n), np.nan, np.float32)
         parallel.product(a, w.T, y, pieces)
         np.testing.assert_allclose(y, a @ w.T, rtol=1e-5, atol=1e-4)
-        assert blocks == ([] if block is None else [block] * pieces), (rows, n, blocks)    # a call a thread
+        # one call, which the other threads join in C (counter[1] of them)
+        assert blocks == ([] if block is None else [block + (pieces - 1,)]), (rows, n, blocks)
         blocks.clear()
     # a big linear on one thread: one block, the weight as stored times x's transpose
     text = ("main[CoreML7](%x: (128, 768, fp32), %w: (3072, 768, fp32), %b: (3072, fp32)) {\n  block0() {\n"
@@ -241,7 +250,7 @@ def test_a_products_blocks_are_one_a_thread_but_for_long_inputs(monkeypatch):
     inputs = {"x": RNG.standard_normal((128, 768), np.float32), "w": RNG.standard_normal((3072, 768), np.float32),
               "b": RNG.standard_normal(3072, np.float32)}
     got = run_at(1, monkeypatch, [], text, inputs)["y"]
-    assert blocks == [(3072, True)]
+    assert blocks == [(3072, True, 0)]
     np.testing.assert_allclose(got, inputs["x"] @ inputs["w"].T + inputs["b"], rtol=1e-5, atol=1e-3)
 
 

@@ -4,6 +4,7 @@ batches, many channels and bands of tile rows; the same op run by the NumPy path
 the transforms do not take (strides, dilations, groups, other kernels, few tiles) keep to the
 direct path; the C functions refuse what they cannot take."""
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -20,10 +21,11 @@ RNG = np.random.default_rng(23)
 
 class Counting:
     """The C module with a count of its calls that transform windows: winograd_in (a band of
-    NumPy's products) and winograd_bands (a thread's bands taken from a counter)."""
+    NumPy's products), winograd_bands (bands taken from a counter) and winograd_outputs (the
+    output channels taken from a counter)."""
 
     def __init__(self):
-        self.calls = {"winograd_in": 0, "winograd_bands": 0}
+        self.calls = {"winograd_in": 0, "winograd_bands": 0, "winograd_outputs": 0}
 
     @property
     def tiles(self) -> int:
@@ -130,10 +132,11 @@ def test_grouped_and_few_tile_convs_keep_to_the_direct_path(counted):
                                rtol=1e-5, atol=1e-5)
 
 
-def test_a_layer_of_few_tiles_shares_its_output_channels_on_two_threads(counted, monkeypatch):
+def test_a_layer_of_few_tiles_shares_its_output_channels_on_two_threads(counted, path, monkeypatch):
     """A 14x14 layer (49 tiles) of 96 outputs: on one thread, the direct path's rival is one
     band of tile rows; on two, the threads share the output channels, each transforming its
-    own channels' weights, and so both take Winograd's path to the same result."""
+    own channels' weights (in C: blocks of 16 taken from a counter, after the windows), and so
+    both take Winograd's path to the same result."""
     setter = blas_threads._local_setter()
     if setter is None:
         pytest.skip("a BLAS other than NumPy's bundled OpenBLAS lends no threads")
@@ -151,13 +154,17 @@ def test_a_layer_of_few_tiles_shares_its_output_channels_on_two_threads(counted,
         shared = conv(x, w, b, pad_type='"same"')
     finally:
         setter(before)
-    assert splits == [(96, 2)] and counted.tiles == 1           # the channels shared; the windows once
+    # the channels shared; the windows transformed once
+    if path == "bands in C":
+        assert splits == [] and counted.calls["winograd_outputs"] == 1 and counted.tiles == 1
+    else:
+        assert splits == [(96, 2)] and counted.calls["winograd_in"] == 1 and counted.tiles == 1
     before = setter(1)
     try:
         alone = conv(x, w, b, pad_type='"same"')
     finally:
         setter(before)
-    assert splits == [(96, 2)] and counted.tiles == 2           # one thread: one band of tile rows
+    assert counted.tiles == 2           # one thread: one band of tile rows
     np.testing.assert_allclose(shared, alone, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(shared, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
 
@@ -279,3 +286,109 @@ def test_the_c_transforms_refuse_what_they_cannot_take():
     rows = np.array([2, 3, 3, 3, 3, 2])                      # the window's rows (and columns) inside x
     for channel in y:
         np.testing.assert_array_equal(channel, 3 * np.outer(rows, rows) + 0.5)
+
+
+def test_bands_transform_their_weights_first_when_given_them():
+    """winograd_bands given the kernels transforms them into u first, in parts taken from
+    counter[2] and counted in counter[3], to the bits winograd_weight gives; every band waits
+    for the whole transform. Two threads sharing a counter take the transform's parts and the
+    bands between them. A counter without room for the first phase is refused."""
+    if not fast_kernels.multiplies(_fastkernels):
+        pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
+    x = RNG.standard_normal((2, 40, 13, 11)).astype(np.float32)
+    w = RNG.standard_normal((30, 40, 3, 3)).astype(np.float32)       # 1,200 kernels: 3 parts of 512
+    b = RNG.standard_normal(30).astype(np.float32)
+    given = np.empty((16, 30, 40), np.float32)
+    _fastkernels.winograd_weight(w, given)
+    want = np.full((2, 30, 13, 11), np.nan, np.float32)
+    assert _fastkernels.winograd_bands(x, given, b, want, np.zeros(1, np.int64), 2, 40, 13, 11, 30, 13, 11, 1, 1, 2,
+                                       False) == 8
+    np.testing.assert_allclose(want, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-4, atol=1e-4)
+
+    def bands(counter, y, u):
+        return _fastkernels.winograd_bands(x, u, b, y, counter, 2, 40, 13, 11, 30, 13, 11, 1, 1, 2, False, w)
+    u, y, counter = np.full_like(given, np.nan), np.full_like(want, np.nan), np.zeros(4, np.int64)
+    assert bands(counter, y, u) == 8
+    assert counter[2:].tolist() == [4, 3]           # the 3 parts taken (and one look past them), 3 done
+    np.testing.assert_array_equal(u, given)
+    np.testing.assert_array_equal(y, want)
+    u, y, counter, ran = np.full_like(given, np.nan), np.full_like(want, np.nan), np.zeros(4, np.int64), []
+    threads = [threading.Thread(target=lambda: ran.append(bands(counter, y, u))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(ran) == 8 and counter[3] == 3
+    np.testing.assert_array_equal(u, given)
+    np.testing.assert_array_equal(y, want)
+    with pytest.raises(ValueError, match="counter of 4"):
+        bands(np.zeros(1, np.int64), y, u)
+    with pytest.raises(ValueError):
+        bands(np.zeros(4, np.int64), y, np.empty((16, 30, 39), np.float32))     # u is not 16 x 30 x 40
+    frozen = np.empty_like(given)
+    frozen.flags.writeable = False
+    with pytest.raises((TypeError, ValueError)):
+        bands(np.zeros(4, np.int64), y, frozen)                                  # u is written
+
+
+@pytest.mark.parametrize("shape, k, around, bias, relu", [
+    ((1, 64, 14, 14), 96, ((1, 1), (1, 1)), True, False),        # a 14x14 layer: 49 tiles
+    ((2, 33, 9, 7), 40, ((0, 0), (0, 0)), False, True),          # two images, odd sizes, 33 channels (2 parts)
+    ((1, 3, 6, 10), 5, ((2, 0), (1, 3)), True, True),            # uneven padding, a block wider than k
+])
+def test_output_channel_blocks_in_c_give_the_definition(shape, k, around, bias, relu):
+    """winograd_outputs: every image's windows transformed first (parts of 32 channels an image,
+    from counter[2]), then blocks of output channels, each transforming its own kernels: the
+    definition's correlation, plus the bias, negatives made 0 when relu (NaN kept); each block
+    taken once from a shared counter."""
+    if not fast_kernels.multiplies(_fastkernels):
+        pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
+    n, c, h, w_ = shape
+    x = RNG.standard_normal(shape).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan
+    w = (RNG.standard_normal((k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    b = RNG.standard_normal(k).astype(np.float32) if bias else None
+    (top, bottom), (left, right) = around
+    ho, wo = h + top + bottom - 2, w_ + left + right - 2
+    tiles = -(-ho // 2) * -(-wo // 2)
+    block = 16
+    blocks = -(-k // block)
+    v = np.empty((n, 16, c, tiles), np.float32)
+
+    def outputs(counter, y):
+        return _fastkernels.winograd_outputs(x, w, b, y, v, counter, n, c, h, w_, k, ho, wo, top, left, block, relu)
+    y, counter = np.full((n, k, ho, wo), np.nan, np.float32), np.zeros(4, np.int64)
+    assert outputs(counter, y) == blocks
+    assert counter[3] == n * -(-c // 32)
+    want = definition(x, w, b, around)
+    want = np.maximum(want, 0) if relu else want
+    # NaN where the definition has it, and spread only within the tiles by x's first values
+    assert np.isnan(y[np.isnan(want)]).all() and not np.isnan(y[1:]).any() and not np.isnan(y[:, :, 4:]).any()
+    assert not np.isnan(y[:, :, :, 4:]).any()
+    kept = ~np.isnan(y)
+    np.testing.assert_allclose(y[kept], want[kept], rtol=1e-4, atol=1e-4)
+    takes_each_part_once(outputs, counter, y, blocks, blocks - 1, np.s_[:, (blocks - 1) * block:], width=4)
+
+
+def test_output_channel_blocks_in_c_refuse_what_they_cannot_take():
+    if not fast_kernels.multiplies(_fastkernels):
+        pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
+    x, w = np.ones((1, 2, 6, 6), np.float32), np.ones((3, 2, 3, 3), np.float32)
+    y, v = np.empty((1, 3, 6, 6), np.float32), np.empty((1, 16, 2, 9), np.float32)
+
+    def outputs(*args, w=w, y=y, v=v, counter=None, block=4):
+        counter = np.zeros(4, np.int64) if counter is None else counter
+        return _fastkernels.winograd_outputs(x, w, None, y, v, counter, *args, block, False)
+    assert outputs(1, 2, 6, 6, 3, 6, 6, 1, 1) == 1                    # what it takes
+    with pytest.raises(ValueError):
+        outputs(1, 2, 6, 6, 3, 6, 6, 1, 1, block=0)                  # blocks of no outputs
+    with pytest.raises(ValueError):
+        outputs(1, 2, 6, 6, 3, 6, 6, 1, 1, counter=np.zeros(1, np.int64))     # no room for the first phase
+    with pytest.raises(ValueError):
+        outputs(1, 2, 6, 6, 3, 6, 6, 1, 1, v=np.empty((1, 16, 2, 8), np.float32))    # v is not 16 x 2 x 9 tiles
+    with pytest.raises(ValueError):
+        outputs(1, 2, 6, 6, 4, 6, 6, 1, 1)                            # w is not 4 x 2 x 3 x 3
+    with pytest.raises(ValueError):
+        outputs(1, 2, 6, 6, 3, 6, 6, -1, 1)
+    with pytest.raises(TypeError):
+        outputs(1, 2, 6, 6, 3, 6, 6, 1, 1, v=np.empty((1, 16, 2, 9)))     # a float64 v

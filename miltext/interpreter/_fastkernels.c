@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
 
 #if defined(__GNUC__) && !defined(__clang__)
 /* the loops' selects (NaN kept, clamps, the sign of x) made branch-free so GCC vectorizes
@@ -352,16 +355,16 @@ winograd_weight_loop(const float *restrict ws, float *restrict u, Py_ssize_t kc,
     }
 }
 
-/* v (16 planes of c channels of rows x tw tiles) = B' d B of the 4x4 windows of the tile rows
- * row0 .. row0 + rows of xs (c channels of h x w) under `top` and `left` rows and columns of
- * zeros: tile (r, j) reads rows 2r - top .. + 3 and columns 2j - left .. + 3. `line` holds
- * 4 rows of 2 tw + 2 values. */
+/* v (16 planes, `plane` values apart, of c channels of rows x tw tiles) = B' d B of the 4x4
+ * windows of the tile rows row0 .. row0 + rows of xs (c channels of h x w) under `top` and
+ * `left` rows and columns of zeros: tile (r, j) reads rows 2r - top .. + 3 and columns
+ * 2j - left .. + 3. `line` holds 4 rows of 2 tw + 2 values. */
 INLINE void
 winograd_in_loop(const float *restrict xs, float *restrict v, Py_ssize_t c, Py_ssize_t h, Py_ssize_t w,
                  Py_ssize_t top, Py_ssize_t left, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw,
-                 float *restrict line)
+                 Py_ssize_t plane, float *restrict line)
 {
-    Py_ssize_t width = 2 * tw + 2, plane = c * rows * tw;
+    Py_ssize_t width = 2 * tw + 2;
     Py_ssize_t first = left < width ? left : width;                     /* columns of zeros before x */
     Py_ssize_t inside = w < width - first ? w : width - first;          /* columns of x read */
     for (Py_ssize_t ch = 0; ch < c; ch++)
@@ -608,7 +611,7 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
             Py_ssize_t last), (ws, u, kc, first, last)) \
     VARIANT(winograd_in##suffix, attributes, (const float *xs, float *v, Py_ssize_t c, Py_ssize_t h, \
             Py_ssize_t w, Py_ssize_t top, Py_ssize_t left, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw, \
-            float *line), (xs, v, c, h, w, top, left, row0, rows, tw, line)) \
+            Py_ssize_t plane, float *line), (xs, v, c, h, w, top, left, row0, rows, tw, plane, line)) \
     VARIANT(winograd_out##suffix, attributes, (const float *m, const float *bs, float *ys, Py_ssize_t k, \
             Py_ssize_t ho, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows, Py_ssize_t tw, float *line), \
             (m, bs, ys, k, ho, wo, row0, rows, tw, line)) \
@@ -671,7 +674,7 @@ static void (*matmul_run)(const float *, const float *, float *, Py_ssize_t, Py_
 static void (*winograd_weight_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t) =
     winograd_weight_plain;
 static void (*winograd_in_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
-                               Py_ssize_t, Py_ssize_t, Py_ssize_t, float *) = winograd_in_plain;
+                               Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, float *) = winograd_in_plain;
 static void (*max_pool_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, float *)
     = max_pool_plain;
@@ -955,7 +958,7 @@ winograd_in(PyObject *self, PyObject *args)
         PyErr_NoMemory();
     else {
         Py_BEGIN_ALLOW_THREADS
-        winograd_in_run((const float *)x.buf, (float *)v.buf, c, h, w, top, left, row0, rows, tw, line);
+        winograd_in_run((const float *)x.buf, (float *)v.buf, c, h, w, top, left, row0, rows, tw, c * rows * tw, line);
         Py_END_ALLOW_THREADS
         PyMem_RawFree(line);
         return released(&x, &v);
@@ -1033,7 +1036,8 @@ max_pool(PyObject *self, PyObject *args)
  * takes 30-60 us to wake, and runs its next piece on a core the machine clocked down:
  * parallel.py spins its workers between a run's pieces. `done` (an int64 buffer), when given,
  * is set to 1 once the GIL is let go: a worker says its piece is finished so, and the thread
- * spinning on that finds the GIL free (told while the worker held it, it slept on the GIL). */
+ * spinning on that finds the GIL free (told while the worker held it, it slept on the GIL).
+ * `joins`: the wait joins the jobs parts calls post (run_shared). */
 static int
 get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what)
 {
@@ -1150,6 +1154,100 @@ released_parts(parts_args *a, PyObject *result)
     return result;
 }
 
+/* ---- A call's parts shared with the pool's spinning workers, in C. The caller posts the call
+ * as a job, takes parts like any thread, then takes the job back and waits for the workers
+ * inside it; a worker spinning between pieces (spin's `joins`) runs a posted job's parts at once,
+ * with no task, queue or GIL between. Handed the same call as a Python task, a worker woke up
+ * 60-250 us after the caller had started (it waited on the GIL the caller held through its own
+ * Python), and the caller waited for the worker's Python again at the end. ---- */
+typedef struct job job;
+struct job {
+    /* parts taken until none is left, with `scratch` floats of the thread's own (NULL when
+     * none is asked, or, for a job that can go without, none could be had); the count ran */
+    Py_ssize_t (*run)(job *, float *scratch);
+    size_t scratch;         /* floats of scratch a thread needs */
+    int optional;           /* whether run goes without scratch it could not have */
+    int64_t seats;          /* workers that may still join */
+};
+
+static job *posted = NULL;          /* the job workers may join, or NULL */
+static int64_t inside = 0;          /* workers between looking at `posted` and leaving its job */
+static int64_t spinners = 0;        /* workers spinning now, ready to join */
+
+#if defined(__unix__) || defined(__APPLE__)
+/* A forked child has none of its parent's workers, whatever they were doing at the fork. */
+static void
+forked_child(void)
+{
+    posted = NULL, inside = 0, spinners = 0;
+}
+#endif
+
+/* Runs the posted job's parts on this worker, if there is one and a seat is left. */
+static void
+join_posted(void)
+{
+    __atomic_fetch_add(&inside, 1, __ATOMIC_SEQ_CST);
+    job *j = __atomic_load_n(&posted, __ATOMIC_SEQ_CST);
+    if (j != NULL && __atomic_fetch_sub(&j->seats, 1, __ATOMIC_ACQ_REL) > 0) {
+        float *scratch = j->scratch ? PyMem_RawMalloc(j->scratch * sizeof(float)) : NULL;
+        if (scratch != NULL || !j->scratch || j->optional)
+            j->run(j, scratch);
+        PyMem_RawFree(scratch);
+    }
+    __atomic_fetch_sub(&inside, 1, __ATOMIC_SEQ_CST);
+}
+
+/* j run on the calling thread with `scratch`, shared with up to `seats` spinning workers when
+ * no other job is posted; returns once every part is done (the workers' too): the count this
+ * thread ran. Called without the GIL. */
+static Py_ssize_t
+run_shared(job *j, float *scratch, int64_t seats)
+{
+    job *none = NULL;
+    j->seats = seats;
+    int shared = seats > 0 && __atomic_compare_exchange_n(&posted, &none, j, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    Py_ssize_t ran = j->run(j, scratch);
+    if (shared) {
+        __atomic_store_n(&posted, NULL, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&inside, __ATOMIC_SEQ_CST) != 0) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+    return ran;
+}
+
+/* The workers a parts call asks to join: counter[1] when the counter has it (parallel.claimed
+ * sets it), else none. */
+static int64_t
+seats_asked(parts_args *a)
+{
+    int64_t seats = a->counter.len >= 16 ? ((const int64_t *)a->counter.buf)[1] : 0;
+    return seats < 0 ? 0 : seats > 256 ? 256 : seats;
+}
+
+/* A job's first phase, which every part of the second needs: parts 0 .. parts - 1 taken from
+ * next and counted in done (int64s the threads share) once run; returns when all are done,
+ * whichever thread ran them (each part taken is run by a thread that is running, so the wait
+ * ends); `scratch` is the thread's, for part. */
+static void
+first_phase(int64_t *next, int64_t *done, Py_ssize_t parts, void (*part)(const void *, Py_ssize_t, float *),
+            const void *job, float *scratch)
+{
+    Py_ssize_t p;
+    while ((p = next_part(next, parts)) >= 0) {
+        part(job, p, scratch);
+        __atomic_fetch_add(done, 1, __ATOMIC_RELEASE);
+    }
+    while (__atomic_load_n(done, __ATOMIC_ACQUIRE) < parts) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 /* bias (NULL: none) added to `rows` rows of `width` values, `stride` apart: a value a row, or
  * (by_column) a value a column. */
 static void
@@ -1183,27 +1281,96 @@ relu_rows(float *out, Py_ssize_t rows, Py_ssize_t width, Py_ssize_t stride)
         relu_run(out + r * stride, width);
 }
 
-/* winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu): Winograd's
- * 3x3 correlation of x (n images of c x h x w) with the transformed weights u (16 x k x c), plus
- * bias (k values, or None), into y (n images of k x ho x wo), under `top` and `left` rows and
- * columns of zeros: bands of `band` tile rows taken from counter until none is left, each
- * band's windows transformed, its 16 products by the BLAS, its results transformed (and their
- * negatives made 0 when relu); the count this thread ran. */
+typedef struct {
+    job base;
+    parts_args *a;
+    Py_ssize_t n, c, h, w, k, ho, wo, top, left, rows, bands;
+    int relu;
+    const float *weight;    /* the kernels u is transformed from first, or NULL: u is given */
+    float *u;
+} winograd_job;
+
+/* Kernels of the weight a part of winograd_bands' first phase transforms (a 64x64 layer: 8 parts). */
+#define WEIGHT_PART 512
+
+static void
+weight_part(const void *job, Py_ssize_t part, float *unused)
+{
+    const winograd_job *j = job;
+    Py_ssize_t kc = j->k * j->c, first = part * WEIGHT_PART, last = first + WEIGHT_PART < kc ? first + WEIGHT_PART : kc;
+    winograd_weight_run(j->weight, j->u, kc, first, last);
+}
+
+/* winograd_bands' parts, v the thread's scratch (see there). */
+static Py_ssize_t
+winograd_parts(job *base, float *v)
+{
+    const winograd_job *j = (const winograd_job *)base;
+    const parts_args *a = j->a;
+    Py_ssize_t c = j->c, h = j->h, w = j->w, k = j->k, ho = j->ho, wo = j->wo, rows = j->rows, bands = j->bands;
+    Py_ssize_t th = (ho + 1) / 2, tw = (wo + 1) / 2, cols = rows * tw;
+    float *m = v + (size_t)16 * cols * c, *in_line = m + (size_t)16 * cols * k, *out_line = in_line + (2 * tw + 2) * 4;
+    const float *us = a->w.buf;
+    Py_ssize_t ran = 0, part;
+    if (j->weight != NULL)
+        first_phase((int64_t *)a->counter.buf + 2, (int64_t *)a->counter.buf + 3, (k * c + WEIGHT_PART - 1) / WEIGHT_PART,
+                    weight_part, j, NULL);
+    while ((part = next_part(a->counter.buf, j->n * bands)) >= 0) {
+        Py_ssize_t image = part / bands, row0 = part % bands * rows;
+        Py_ssize_t these = th - row0 < rows ? th - row0 : rows, width = these * tw;
+        winograd_in_run((const float *)a->x.buf + (size_t)image * c * h * w, v, c, h, w, j->top, j->left, row0, these,
+                        tw, c * width, in_line);
+        for (int p = 0; p < 16; p++)
+            sgemm(0, k, width, c, us + (size_t)p * k * c, c, v + (size_t)p * c * width, width,
+                  m + (size_t)p * k * width, width);
+        float *out = (float *)a->out.buf + (size_t)image * k * ho * wo;
+        winograd_out_run(m, a->bias_values, out, k, ho, wo, row0, these, tw, out_line);
+        Py_ssize_t first = 2 * row0, lines = 2 * these < ho - first ? 2 * these : ho - first;
+        for (Py_ssize_t channel = 0; j->relu && channel < k; channel++)
+            relu_rows(out + ((size_t)channel * ho + first) * wo, 1, lines * wo, 0);
+        ran++;
+    }
+    return ran;
+}
+
+/* winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu[, weight]):
+ * Winograd's 3x3 correlation of x (n images of c x h x w) with the transformed weights u (16 x
+ * k x c), plus bias (k values, or None), into y (n images of k x ho x wo), under `top` and `left`
+ * rows and columns of zeros: bands of `band` tile rows taken from counter until none is left,
+ * each band's windows transformed, its 16 products by the BLAS, its results transformed (and
+ * their negatives made 0 when relu); the count this thread ran. With weight (k x c x 3 x 3), u
+ * is first transformed from it, in parts taken from counter[2] and counted in counter[3]. */
 static PyObject *
 winograd_bands(PyObject *self, PyObject *args)
 {
-    PyObject *xo, *uo, *bo, *yo, *co;
+    PyObject *xo, *uo, *bo, *yo, *co, *weighto = Py_None;
     Py_ssize_t n, c, h, w, k, ho, wo, top, left, band;
     int relu;
     parts_args a;
-    if (!PyArg_ParseTuple(args, "OOOOOnnnnnnnnnnp", &xo, &uo, &bo, &yo, &co, &n, &c, &h, &w, &k, &ho, &wo, &top,
-                          &left, &band, &relu) || get_parts(xo, uo, bo, yo, co, &a) < 0)
+    Py_buffer weight, u;
+    if (!PyArg_ParseTuple(args, "OOOOOnnnnnnnnnnp|O", &xo, &uo, &bo, &yo, &co, &n, &c, &h, &w, &k, &ho, &wo, &top,
+                          &left, &band, &relu, &weighto) || get_parts(xo, uo, bo, yo, co, &a) < 0)
         return NULL;
+    if (weighto != Py_None) {
+        if (get_f32(weighto, &weight, 0, "weight") < 0)
+            return released_parts(&a, NULL);
+        if (get_f32(uo, &u, 1, "u") < 0) {
+            PyBuffer_Release(&weight);
+            return released_parts(&a, NULL);
+        }
+    }
+    int given = weighto != Py_None;
     if (ho <= 0 || wo <= 0 || band <= 0 || band > FAR || top < 0 || left < 0 || top > FAR || left > FAR
         || !holds(a.x.len, n, c, h, w) || !holds(a.w.len, 16, k, c, 1) || !holds(a.out.len, n, k, ho, wo)
-        || (a.have_bias && !holds(a.bias.len, k, 1, 1, 1))) {
+        || (a.have_bias && !holds(a.bias.len, k, 1, 1, 1))
+        || (given && (!holds(weight.len, k, c, 9, 1) || a.counter.len < 32))) {
+        if (given) {
+            PyBuffer_Release(&weight);
+            PyBuffer_Release(&u);
+        }
         PyErr_SetString(PyExc_ValueError, "x must be n images of c x h x w, u 16 x k x c, y n images of k x ho x wo, "
-                                          "bias k values; the band and padding positive");
+                                          "bias k values, weight k x c x 3 x 3 with a counter of 4; the band and "
+                                          "padding positive");
         return released_parts(&a, NULL);
     }
     Py_ssize_t th = (ho + 1) / 2, tw = (wo + 1) / 2, rows = band < th ? band : th;
@@ -1211,35 +1378,207 @@ winograd_bands(PyObject *self, PyObject *args)
     /* v (16 x c x cols), m (16 x k x cols) and a line for each transform: at most SCRATCH
      * floats (the caller sizes the band far below), worked out in double */
     double floats = 16.0 * (double)cols * (double)(c + k) + 12.0 * (double)tw + 8.0;
+    PyObject *result = NULL;
     if (floats > SCRATCH || (!sgemm_ilp64 && (double)cols * (double)(c + k) > INT32_MAX)) {
         PyErr_SetString(PyExc_ValueError, "a band of this conv's tiles is too big to hold: give fewer rows");
-        return released_parts(&a, NULL);
+        goto done;
     }
+    winograd_job j = {{winograd_parts, (size_t)floats, 0, 0}, &a, n, c, h, w, k, ho, wo, top, left, rows, bands, relu,
+                      given ? weight.buf : NULL, given ? u.buf : NULL};
     float *v = PyMem_RawMalloc((size_t)floats * sizeof(float));
-    if (v == NULL)
-        return released_parts(&a, PyErr_NoMemory());
-    float *m = v + (size_t)16 * cols * c, *in_line = m + (size_t)16 * cols * k, *out_line = in_line + (2 * tw + 2) * 4;
-    const float *us = a.w.buf;
-    Py_ssize_t ran = 0, part;
-    Py_BEGIN_ALLOW_THREADS
-    while ((part = next_part(a.counter.buf, n * bands)) >= 0) {
-        Py_ssize_t image = part / bands, row0 = part % bands * rows;
-        Py_ssize_t these = th - row0 < rows ? th - row0 : rows, width = these * tw;
-        winograd_in_run((const float *)a.x.buf + (size_t)image * c * h * w, v, c, h, w, top, left, row0, these, tw,
-                        in_line);
-        for (int p = 0; p < 16; p++)
-            sgemm(0, k, width, c, us + (size_t)p * k * c, c, v + (size_t)p * c * width, width,
-                  m + (size_t)p * k * width, width);
-        float *out = (float *)a.out.buf + (size_t)image * k * ho * wo;
-        winograd_out_run(m, a.bias_values, out, k, ho, wo, row0, these, tw, out_line);
-        Py_ssize_t first = 2 * row0, rows = 2 * these < ho - first ? 2 * these : ho - first;
-        for (Py_ssize_t channel = 0; relu && channel < k; channel++)
-            relu_rows(out + ((size_t)channel * ho + first) * wo, 1, rows * wo, 0);
-        ran++;
+    if (v == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
+    int64_t seats = seats_asked(&a);
+    Py_ssize_t ran;
+    Py_BEGIN_ALLOW_THREADS
+    ran = run_shared(&j.base, v, seats);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(v);
-    return released_parts(&a, PyLong_FromSsize_t(ran));
+    result = PyLong_FromSsize_t(ran);
+done:
+    if (given) {
+        PyBuffer_Release(&weight);
+        PyBuffer_Release(&u);
+    }
+    return released_parts(&a, result);
+}
+
+/* Channels of an image a part of winograd_outputs' first phase transforms the windows of. */
+#define WINDOWS_PART 32
+
+typedef struct {
+    job base;
+    parts_args *a;
+    Py_ssize_t n, c, h, w, k, ho, wo, top, left, block;
+    int relu;
+    float *v;               /* every image's transformed windows: n x 16 x c x th tw */
+} outputs_job;
+
+/* The windows of WINDOWS_PART channels of an image, `line` the thread's (4 rows of 2 tw + 2). */
+static void
+windows_part(const void *job, Py_ssize_t part, float *line)
+{
+    const outputs_job *j = job;
+    Py_ssize_t chunks = (j->c + WINDOWS_PART - 1) / WINDOWS_PART, image = part / chunks;
+    Py_ssize_t first = part % chunks * WINDOWS_PART, count = j->c - first < WINDOWS_PART ? j->c - first : WINDOWS_PART;
+    Py_ssize_t th = (j->ho + 1) / 2, tw = (j->wo + 1) / 2, tiles = th * tw;
+    winograd_in_run((const float *)j->a->x.buf + ((size_t)image * j->c + first) * j->h * j->w,
+                    j->v + ((size_t)image * 16 * j->c + first) * tiles, count, j->h, j->w, j->top, j->left, 0, th, tw,
+                    j->c * tiles, line);
+}
+
+/* winograd_outputs' second phase: blocks of `block` output channels taken from counter[0], each
+ * block's kernels transformed, multiplied by every image's windows and its results written. */
+static Py_ssize_t
+outputs_parts(job *base, float *scratch)
+{
+    outputs_job *j = (outputs_job *)base;
+    const parts_args *a = j->a;
+    Py_ssize_t c = j->c, k = j->k, ho = j->ho, wo = j->wo, block = j->block;
+    Py_ssize_t th = (ho + 1) / 2, tw = (wo + 1) / 2, tiles = th * tw;
+    int64_t *counter = a->counter.buf;
+    float *u = scratch, *m = u + (size_t)16 * block * c, *line = m + (size_t)16 * block * tiles;
+    first_phase(counter + 2, counter + 3, j->n * ((c + WINDOWS_PART - 1) / WINDOWS_PART), windows_part, j, line);
+    Py_ssize_t ran = 0, part;
+    while ((part = next_part(counter, (k + block - 1) / block)) >= 0) {
+        Py_ssize_t first = part * block, outputs = k - first < block ? k - first : block;
+        winograd_weight_run((const float *)a->w.buf + (size_t)first * c * 9, u, outputs * c, 0, outputs * c);
+        for (Py_ssize_t image = 0; image < j->n; image++) {
+            const float *v = j->v + (size_t)image * 16 * c * tiles;
+            for (int p = 0; p < 16; p++)
+                sgemm(0, outputs, tiles, c, u + (size_t)p * outputs * c, c, v + (size_t)p * c * tiles, tiles,
+                      m + (size_t)p * outputs * tiles, tiles);
+            float *out = (float *)a->out.buf + ((size_t)image * k + first) * ho * wo;
+            winograd_out_run(m, a->bias_values == NULL ? NULL : a->bias_values + first, out, outputs, ho, wo, 0, th,
+                             tw, line);
+            if (j->relu)
+                relu_rows(out, 1, outputs * ho * wo, 0);
+        }
+        ran++;
+    }
+    return ran;
+}
+
+/* winograd_outputs(x, w, bias, y, v, counter, n, c, h, wd, k, ho, wo, top, left, block, relu):
+ * winograd_bands' correlation for few tiles (fewer than the layer has outputs), shared by
+ * output channels: first every image's windows transformed into v (n x 16 x c x th tw), in
+ * parts taken from counter[2] and counted in counter[3]; then blocks of `block` output
+ * channels taken from counter[0], each block's kernels of w (k x c x 3 x 3) transformed,
+ * multiplied by every image's windows, and their results (plus bias, negatives made 0 when
+ * relu) written into y (n x k x ho x wo). Shared with counter[1] spinning workers; the count
+ * of blocks this call ran. */
+static PyObject *
+winograd_outputs(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *wo_, *bo, *yo, *vo, *co;
+    Py_ssize_t n, c, h, wd, k, ho, wo, top, left, block;
+    int relu;
+    parts_args a;
+    Py_buffer v;
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnnnnp", &xo, &wo_, &bo, &yo, &vo, &co, &n, &c, &h, &wd, &k, &ho, &wo,
+                          &top, &left, &block, &relu) || get_parts(xo, wo_, bo, yo, co, &a) < 0)
+        return NULL;
+    if (get_f32(vo, &v, 1, "v") < 0)
+        return released_parts(&a, NULL);
+    PyObject *result = NULL;
+    Py_ssize_t th = (ho + 1) / 2, tw = (wo + 1) / 2;
+    if (ho <= 0 || wo <= 0 || block <= 0 || block > FAR || top < 0 || left < 0 || top > FAR || left > FAR
+        || !holds(a.x.len, n, c, h, wd) || !holds(a.w.len, k, c, 9, 1) || !holds(a.out.len, n, k, ho, wo)
+        || !holds(v.len, n, 16, c, th * tw) || a.counter.len < 32 || (a.have_bias && !holds(a.bias.len, k, 1, 1, 1))) {
+        PyErr_SetString(PyExc_ValueError, "x must be n images of c x h x w, w k x c x 3 x 3, y n images of k x ho x "
+                                          "wo, v n x 16 x c x tiles, bias k values, the counter 4 values; the block "
+                                          "and padding positive");
+        goto done;
+    }
+    Py_ssize_t rows = block < k ? block : k;
+    /* the block's transformed kernels (16 x rows x c), its products (16 x rows x tiles) and a line */
+    double floats = 16.0 * (double)rows * (double)(c + th * tw) + 8.0 * (double)tw + 8.0;
+    if (floats > SCRATCH || (!sgemm_ilp64 && (double)c * (double)th * (double)tw * 16.0 > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "a block of this conv's outputs is too big to hold: give fewer");
+        goto done;
+    }
+    outputs_job j = {{outputs_parts, (size_t)floats, 0, 0}, &a, n, c, h, wd, k, ho, wo, top, left, rows, relu,
+                     v.buf};
+    float *scratch = PyMem_RawMalloc((size_t)floats * sizeof(float));
+    if (scratch == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t seats = seats_asked(&a);
+    Py_ssize_t ran;
+    Py_BEGIN_ALLOW_THREADS
+    ran = run_shared(&j.base, scratch, seats);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(scratch);
+    result = PyLong_FromSsize_t(ran);
+done:
+    PyBuffer_Release(&v);
+    return released_parts(&a, result);
+}
+
+typedef struct {
+    job base;
+    parts_args *a;
+    Py_ssize_t n, c, h, wd, o, ho, wo, rows, bands, blocks, block, depth, g[8];
+    int relu;
+    float *shared;          /* every band's windows, laid out in a first phase; NULL: each thread's own */
+} conv_job;
+
+/* Input channels of a band whose windows a part of conv_bands' first phase lays out. */
+#define LAYOUT_PART 16
+
+/* Where band `which` (an image's band) of conv_bands' shared layout lies. */
+static float *
+shared_band(const conv_job *j, Py_ssize_t which)
+{
+    return j->shared + (size_t)which * j->depth * j->rows * j->wo;
+}
+
+static void
+layout_part(const void *job, Py_ssize_t part, float *unused)
+{
+    const conv_job *j = job;
+    Py_ssize_t chunks = (j->c + LAYOUT_PART - 1) / LAYOUT_PART, which = part / chunks, image = which / j->bands;
+    Py_ssize_t first = part % chunks * LAYOUT_PART, count = j->c - first < LAYOUT_PART ? j->c - first : LAYOUT_PART;
+    Py_ssize_t row0 = which % j->bands * j->rows, these = j->ho - row0 < j->rows ? j->ho - row0 : j->rows;
+    conv_cols_run((const float *)j->a->x.buf + ((size_t)image * j->c + first) * j->h * j->wd,
+                  shared_band(j, which) + (size_t)first * j->g[0] * j->g[1] * these * j->wo, count, j->h, j->wd, j->g,
+                  j->wo, row0, these);
+}
+
+/* conv_bands' parts, cols the thread's scratch (see there; none with a shared layout). */
+static Py_ssize_t
+conv_parts(job *base, float *cols)
+{
+    const conv_job *j = (const conv_job *)base;
+    const parts_args *a = j->a;
+    Py_ssize_t c = j->c, h = j->h, wd = j->wd, o = j->o, ho = j->ho, wo = j->wo, rows = j->rows;
+    Py_ssize_t bands = j->bands, blocks = j->blocks, block = j->block, depth = j->depth;
+    Py_ssize_t laid = -1, ran = 0, part;
+    if (j->shared != NULL)
+        first_phase((int64_t *)a->counter.buf + 2, (int64_t *)a->counter.buf + 3,
+                    j->n * bands * ((c + LAYOUT_PART - 1) / LAYOUT_PART), layout_part, j, NULL);
+    while ((part = next_part(a->counter.buf, j->n * bands * blocks)) >= 0) {
+        Py_ssize_t which = part / blocks, image = which / bands, row0 = which % bands * rows;
+        Py_ssize_t first = part % blocks * block, outputs = o - first < block ? o - first : block;
+        Py_ssize_t these = ho - row0 < rows ? ho - row0 : rows, width = these * wo;
+        float *out = (float *)a->out.buf + ((size_t)image * o + first) * ho * wo + (size_t)row0 * wo;
+        if (j->shared != NULL)
+            cols = shared_band(j, which);
+        else if (which != laid)
+            conv_cols_run((const float *)a->x.buf + (size_t)image * c * h * wd, cols, c, h, wd, j->g, wo, row0,
+                          these);
+        laid = which;
+        sgemm(0, outputs, width, depth, (const float *)a->w.buf + (size_t)first * depth, depth, cols, width, out,
+              ho * wo);
+        add_bias(out, a->bias_values == NULL ? NULL : a->bias_values + first, outputs, width, ho * wo, 0);
+        if (j->relu)
+            relu_rows(out, outputs, width, ho * wo);
+        ran++;
+    }
+    return ran;
 }
 
 /* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band, block, relu): the
@@ -1248,7 +1587,9 @@ winograd_bands(PyObject *self, PyObject *args)
  * kw, strides, dilations, top and left padding). Parts (a band of `band` output rows, `block`
  * output channels of it) taken from counter until none is left, each band's windows laid out
  * in C (the padding read in place; once for a band's consecutive parts) and multiplied by the
- * BLAS straight into y; the count this thread ran. */
+ * BLAS straight into y; the count this thread ran. Blocks shared with workers (counter[1]) lay
+ * out every band once, in a first phase whose parts are taken from counter[2], counted in
+ * counter[3]. */
 static PyObject *
 conv_bands(PyObject *self, PyObject *args)
 {
@@ -1284,29 +1625,63 @@ conv_bands(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "a band of this conv's windows is too big to hold: give fewer rows");
         return released_parts(&a, NULL);
     }
-    float *cols = PyMem_RawMalloc((size_t)floats * sizeof(float));
+    /* blocks of a band's outputs on several threads: every band's windows laid out once, in a
+     * first phase they share (where the counter has room for it), not by each thread for its own */
+    Py_ssize_t blocks = (o + block - 1) / block;
+    int64_t seats = seats_asked(&a);
+    int shared = blocks > 1 && seats > 0 && a.counter.len >= 32;
+    if (shared && floats * (double)n * (double)bands > SCRATCH) {
+        PyErr_SetString(PyExc_ValueError, "this conv's windows are too big to hold: give fewer rows");
+        return released_parts(&a, NULL);
+    }
+    conv_job j = {{conv_parts, shared ? 0 : (size_t)floats, 0, 0}, &a, n, c, h, wd, o, ho, wo, rows, bands, blocks,
+                  block, depth, {0}, relu, NULL};
+    memcpy(j.g, g, sizeof g);
+    float *cols = PyMem_RawMalloc((size_t)floats * (shared ? (size_t)n * bands : 1) * sizeof(float));
     if (cols == NULL)
         return released_parts(&a, PyErr_NoMemory());
-    Py_ssize_t blocks = (o + block - 1) / block, laid = -1, ran = 0, part;
+    j.shared = shared ? cols : NULL;
+    Py_ssize_t ran;
     Py_BEGIN_ALLOW_THREADS
-    while ((part = next_part(a.counter.buf, n * bands * blocks)) >= 0) {
-        Py_ssize_t which = part / blocks, image = which / bands, row0 = which % bands * rows;
-        Py_ssize_t first = part % blocks * block, outputs = o - first < block ? o - first : block;
-        Py_ssize_t these = ho - row0 < rows ? ho - row0 : rows, width = these * wo;
-        float *out = (float *)a.out.buf + ((size_t)image * o + first) * ho * wo + (size_t)row0 * wo;
-        if (which != laid)
-            conv_cols_run((const float *)a.x.buf + (size_t)image * c * h * wd, cols, c, h, wd, g, wo, row0, these);
-        laid = which;
-        sgemm(0, outputs, width, depth, (const float *)a.w.buf + (size_t)first * depth, depth, cols, width, out,
-              ho * wo);
-        add_bias(out, a.bias_values == NULL ? NULL : a.bias_values + first, outputs, width, ho * wo, 0);
-        if (relu)
-            relu_rows(out, outputs, width, ho * wo);
-        ran++;
-    }
+    ran = run_shared(&j.base, cols, seats);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(cols);
     return released_parts(&a, PyLong_FromSsize_t(ran));
+}
+
+typedef struct {
+    job base;
+    parts_args *a;
+    Py_ssize_t m, k, n, block;
+    int transposed;
+} product_job;
+
+/* product_columns' parts, turned the thread's scratch for turned blocks (NULL: none, see there). */
+static Py_ssize_t
+product_parts(job *base, float *turned)
+{
+    const product_job *j = (const product_job *)base;
+    const parts_args *a = j->a;
+    Py_ssize_t m = j->m, k = j->k, n = j->n, block = j->block;
+    const float *xs = a->x.buf, *ws = a->w.buf;
+    float *os = a->out.buf;
+    Py_ssize_t blocks = (n + block - 1) / block, ran = 0, part;
+    while ((part = next_part(a->counter.buf, blocks)) >= 0) {
+        Py_ssize_t col0 = part * block, cols = n - col0 < block ? n - col0 : block;
+        const float *bias = a->bias_values == NULL ? NULL : a->bias_values + col0;
+        if (turned != NULL) {
+            sgemm(1, cols, m, k, ws + (size_t)col0 * k, k, xs, k, turned, m);
+            turn(turned, cols, m, bias, os + col0, n);
+        } else {
+            if (j->transposed)
+                sgemm(1, m, cols, k, xs, k, ws + (size_t)col0 * k, k, os + col0, n);
+            else
+                sgemm(0, m, cols, k, xs, k, ws + col0, n, os + col0, n);
+            add_bias(os + col0, bias, m, cols, n, 1);
+        }
+        ran++;
+    }
+    return ran;
 }
 
 /* product_columns(x, w, bias, out, counter, m, k, n, block, transposed, turned): out (m x n) =
@@ -1335,31 +1710,17 @@ product_columns(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "these matrices are too big for a BLAS of 32-bit sizes");
         return released_parts(&a, NULL);
     }
-    const float *xs = a.x.buf, *ws = a.w.buf;
-    float *os = a.out.buf;
-    Py_ssize_t blocks = (n + block - 1) / block, ran = 0, part;
     /* a weight as a linear stores it (n x k) multiplies x's transpose: w x' (its rows the block's
      * columns), turned into out while in cache, is 10-35% faster than x w' from the BLAS on a
-     * GPT-2 block's linears (to the same bits there) */
-    float *turned = NULL;
-    if (transposed && turn_it && (double)block * (double)m <= SCRATCH)
-        turned = PyMem_RawMalloc((size_t)block * m * sizeof(float));
+     * GPT-2 block's linears (to the same bits there); a thread that cannot have the scratch
+     * multiplies in the other order */
+    int turns = transposed && turn_it && (double)block * (double)m <= SCRATCH;
+    product_job j = {{product_parts, turns ? (size_t)block * m : 0, 1, 0}, &a, m, k, n, block, transposed};
+    float *turned = turns ? PyMem_RawMalloc((size_t)block * m * sizeof(float)) : NULL;
+    int64_t seats = seats_asked(&a);
+    Py_ssize_t ran;
     Py_BEGIN_ALLOW_THREADS
-    while ((part = next_part(a.counter.buf, blocks)) >= 0) {
-        Py_ssize_t col0 = part * block, cols = n - col0 < block ? n - col0 : block;
-        const float *bias = a.bias_values == NULL ? NULL : a.bias_values + col0;
-        if (turned != NULL) {
-            sgemm(1, cols, m, k, ws + (size_t)col0 * k, k, xs, k, turned, m);
-            turn(turned, cols, m, bias, os + col0, n);
-        } else {
-            if (transposed)
-                sgemm(1, m, cols, k, xs, k, ws + (size_t)col0 * k, k, os + col0, n);
-            else
-                sgemm(0, m, cols, k, xs, k, ws + col0, n, os + col0, n);
-            add_bias(os + col0, bias, m, cols, n, 1);
-        }
-        ran++;
-    }
+    ran = run_shared(&j.base, turned, seats);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(turned);
     return released_parts(&a, PyLong_FromSsize_t(ran));
@@ -1368,29 +1729,37 @@ product_columns(PyObject *self, PyObject *args)
 static PyObject *
 spin(PyObject *self, PyObject *args)
 {
-    PyObject *so, *doneo = NULL;
+    PyObject *so, *doneo = Py_None;
     long long seen;
     double seconds;
+    int joins = 0;
     Py_buffer signal, done;
-    if (!PyArg_ParseTuple(args, "OLd|O", &so, &seen, &seconds, &doneo))
+    if (!PyArg_ParseTuple(args, "OLd|Op", &so, &seen, &seconds, &doneo, &joins))
         return NULL;
     if (get_i64(so, &signal, 0, "signal") < 0)
         return NULL;
-    if (doneo != NULL && get_i64(doneo, &done, 1, "done") < 0) {
+    if (doneo != Py_None && get_i64(doneo, &done, 1, "done") < 0) {
         PyBuffer_Release(&signal);
         return NULL;
     }
     seconds = seconds < 0 ? 0 : seconds > 1 ? 1 : seconds;
     int changed = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (doneo != NULL)
+    if (doneo != Py_None)
         __atomic_store_n((int64_t *)done.buf, 1, __ATOMIC_RELEASE);
+    if (joins)
+        __atomic_fetch_add(&spinners, 1, __ATOMIC_SEQ_CST);
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (unsigned long i = 0;; i++) {
         if (__atomic_load_n((const int64_t *)signal.buf, __ATOMIC_ACQUIRE) != seen) {
             changed = 1;
             break;
+        }
+        if (joins && __atomic_load_n(&posted, __ATOMIC_RELAXED) != NULL) {
+            join_posted();
+            clock_gettime(CLOCK_MONOTONIC, &start);     /* awake a while for the next, as after a piece */
+            continue;
         }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -1401,11 +1770,30 @@ spin(PyObject *self, PyObject *args)
                 break;
         }
     }
+    if (joins)
+        __atomic_fetch_sub(&spinners, 1, __ATOMIC_SEQ_CST);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&signal);
-    if (doneo != NULL)
+    if (doneo != Py_None)
         PyBuffer_Release(&done);
     return PyBool_FromLong(changed);
+}
+
+/* join(): a woken worker runs the posted job's parts, if one is posted and has a seat. */
+static PyObject *
+join(PyObject *self, PyObject *unused)
+{
+    Py_BEGIN_ALLOW_THREADS
+    join_posted();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* spinners(): the workers spinning now, ready to join a posted job. */
+static PyObject *
+spinning(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLongLong((long long)__atomic_load_n(&spinners, __ATOMIC_SEQ_CST));
 }
 
 /* Which loops run: "avx512", "avx2" or "plain" (chosen at load; the tests name it). */
@@ -1441,23 +1829,36 @@ static PyMethodDef methods[] = {
      "max_pool(x, y, planes, h, w, kh, kw, sh, sw, top, left, ho, wo): the max of each window of x (planes of h x w "
      "under top and left padding) into y (planes of ho x wo)."},
     {"spin", spin, METH_VARARGS,
-     "spin(signal, seen, seconds[, done]): done[0] set to 1 (int64) once the GIL is let go, then waits "
-     "without sleeping until signal[0] (int64) is not seen, or the time passes; whether it changed."},
+     "spin(signal, seen, seconds[, done[, joins]]): done[0] set to 1 (int64; None: not given) once the GIL is let "
+     "go, then waits without sleeping until signal[0] (int64) is not seen, or the time passes; whether it changed. "
+     "When joins, the wait runs the parts of every job a parts call posts meanwhile."},
+    {"join", join, METH_NOARGS, "join(): the posted job's parts run on this thread, if one is posted with a seat left."},
+    {"spinners", spinning, METH_NOARGS, "spinners(): the threads spinning now that join posted jobs."},
     {"use_blas", use_blas, METH_VARARGS,
      "use_blas(address, ilp64): the cblas_sgemm (64-bit integers when ilp64) the parts' products call."},
     {"winograd_bands", winograd_bands, METH_VARARGS,
-     "winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu): Winograd's correlation "
-     "of x (n x c x h x w) with u (16 x k x c) plus bias into y (n x k x ho x wo), its negatives made 0 when relu, "
-     "bands of `band` tile rows taken from counter[0] (int64) until none is left; the count this call ran."},
+     "winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu[, weight]): Winograd's "
+     "correlation of x (n x c x h x w) with u (16 x k x c) plus bias into y (n x k x ho x wo), its negatives made 0 "
+     "when relu, "
+     "bands of `band` tile rows taken from counter[0] (int64) until none is left, shared with counter[1] spinning "
+     "workers when the counter has it; the count this call ran. With weight (k x c x 3 x 3), u is transformed "
+     "from it first, in parts from counter[2], counted in counter[3]."},
+    {"winograd_outputs", winograd_outputs, METH_VARARGS,
+     "winograd_outputs(x, w, bias, y, v, counter, n, c, h, w, k, ho, wo, top, left, block, relu): winograd_bands' "
+     "correlation with w (k x c x 3 x 3) shared by blocks of `block` output channels: every image's windows "
+     "transformed into v (n x 16 x c x tiles) first, in parts from counter[2] counted in counter[3], then the blocks "
+     "taken from counter[0], shared with counter[1] spinning workers; the count of blocks this call ran."},
     {"conv_bands", conv_bands, METH_VARARGS,
      "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band, block, relu): x (n x c x h x w) "
      "correlated with w (o x c x kh x kw) plus bias into y (n x o x ho x wo), its negatives made 0 when relu, "
      "geometry (int64) kh, kw, strides, dilations, top, left; parts (`block` output channels of a band of `band` output rows) taken from "
-     "counter[0] until none is left; the count this call ran."},
+     "counter[0] until none is left, shared with counter[1] spinning workers when given (blocks: every band laid out "
+     "once first, in parts from counter[2] counted in counter[3]); the count this call ran."},
     {"product_columns", product_columns, METH_VARARGS,
      "product_columns(x, w, bias, out, counter, m, k, n, block, transposed, turned): x (m x k) times w (k x n, or "
      "its transpose given n x k) plus bias into out (m x n), blocks of `block` columns taken from counter[0] until "
-     "none is left (turned: w's rows times x's transpose, turned into out); the count this call ran."},
+     "none is left (turned: w's rows times x's transpose, turned into out), shared with counter[1] spinning "
+     "workers when given; the count this call ran."},
     {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
     {NULL, NULL, 0, NULL},
 };
@@ -1470,6 +1871,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__fastkernels(void)
 {
+#if defined(__unix__) || defined(__APPLE__)
+    pthread_atfork(NULL, NULL, forked_child);
+#endif
 #if WIDE_VARIANTS
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {

@@ -9,8 +9,10 @@ takes the first piece; the others go to a few worker threads made on first use a
 has started when the calling thread is done with its own (the worker's core is busy) is run
 by the calling thread. A worker never splits again, so a piece never waits for another. A
 C kernel that does a whole part without the GIL (a band of a convolution, a block of a
-product's columns) is instead run once on each thread, which takes parts from a counter they
-share until none is left (`claimed`): the threads balance themselves, part by part."""
+product's columns) instead takes parts from a counter until none is left (`claimed`): the
+calling thread posts the call, and the workers spinning between pieces join it in C at once,
+with no task or GIL between; a worker asleep is handed a task that joins it. The threads
+balance themselves, part by part."""
 from __future__ import annotations
 
 import ctypes
@@ -86,11 +88,25 @@ def claims(parts: int, pieces: int) -> bool:
 
 def claimed(run, pieces: int, macs: int) -> None:
     """run(counter) (a C kernel taking its parts from counter[0], an int64 each part bumps,
-    until none is left) on `pieces` threads at once, so a thread that starts late or runs on a
-    slower core takes fewer parts; on one thread, with the BLAS threads a product of `macs`
-    multiply-adds takes."""
-    counter = np.zeros(1, np.int64)
-    bands(pieces, lambda start, stop: run(counter), pieces, macs)
+    until none is left; a first phase's from counter[2], counted in counter[3]) shared with
+    `pieces` - 1 workers (counter[1]), which join it as it runs, so a thread that starts late
+    or runs on a slower core takes fewer parts; on one thread, with the BLAS threads a product
+    of `macs` multiply-adds takes."""
+    counter = np.zeros(4, np.int64)
+    if pieces <= 1:
+        with blas_threads.sized(macs):
+            run(counter)
+        return
+    counter[1] = helpers = pieces - 1
+    _POOL.start(helpers)
+    asleep = helpers - loaded().spinners()
+    if asleep > 0:          # woken by a task, they join the call in C when they get to it
+        _POOL.hand([_Task(_join, 0, 0) for _ in range(asleep)])
+    run(counter)
+
+
+def _join(start: int, stop: int) -> None:
+    loaded().join()
 
 
 def chunks(fn, inputs: tuple, out, pieces: int):
@@ -283,10 +299,7 @@ class _Pool:
             if native is not None:     # awake a while for the next piece (seen read first: a
                 seen = int(self.signal[0])      # hand-off after it ends the spin at once)
                 wait = _SPIN if self.queue.empty() else 0.0
-                if finished is None:
-                    native.spin(self.signal, seen, wait)
-                else:
-                    native.spin(self.signal, seen, wait, finished)
+                native.spin(self.signal, seen, wait, finished, True)
             finished = None
             task = self.queue.get()
             if task.take():

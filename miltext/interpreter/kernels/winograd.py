@@ -68,7 +68,14 @@ def correlate(a, native, x, weight, around, bias=None, relu: bool = False):
     macs = n * 16 * k * c * th * tw
     share = parallel.threads(macs, parallel.PIECE)
     if _by_outputs(share, n, k, th * tw):
-        y = _channels_shared(a, native, x, weight, bias, layer, share)
+        a.allow((n, 16, c, th * tw), 4, "the transformed windows")
+        if fast_kernels.multiplies(native):
+            v, y = np.empty((n, 16, c, th * tw), np.float32), np.empty((n, k, ho, wo), np.float32)
+            block = _outputs_block(k, share)
+            parallel.claimed(lambda counter: native.winograd_outputs(x, weight, bias, y, v, counter, *layer, block,
+                                                                     relu), share, macs)
+            return y
+        y = _channels_shared(native, x, weight, bias, layer, share)
         return fusion.relu(y) if relu else y
     row_bytes = 16 * (c + k) * tw * 4
     band = max(1, min(-(-parallel.COLUMNS // tw), _BUDGET // share // row_bytes))
@@ -76,9 +83,9 @@ def correlate(a, native, x, weight, around, bias=None, relu: bool = False):
             and fast_kernels.multiplies(native)):
         a.allow((share, band * row_bytes), 1, "the transformed windows")
         y = np.empty((n, k, ho, wo), np.float32)
-        u = _transformed(native, weight, share)
-        parallel.claimed(lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, band, relu), share,
-                         macs)
+        u = np.empty((16, k, c), np.float32)        # transformed by the threads first, in the same call
+        parallel.claimed(lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, band, relu, weight),
+                         share, macs)
         return y
     band = max(1, _BUDGET // share // row_bytes)
     if share > 1 and n < share:
@@ -119,13 +126,18 @@ def _numpy_bands(native, x, u, bias, layer: tuple, band: int, shared: tuple):
     return y
 
 
-def _channels_shared(a, native, x, weight, bias, layer: tuple, share: int):
-    """correlate with the output channels shared among `share` threads: every image's windows
-    transformed first (on the calling thread), then each thread transforms its channels'
-    weights, multiplies them and writes its channels of every image."""
+def _outputs_block(k: int, share: int) -> int:
+    """Output channels a part of winograd_outputs holds: parallel.claims' parts for each
+    thread, in multiples of 16."""
+    return max(16, -(-k // (parallel._CLAIMS * share) // 16) * 16)
+
+
+def _channels_shared(native, x, weight, bias, layer: tuple, share: int):
+    """correlate with the output channels shared among `share` threads, in NumPy's products:
+    every image's windows transformed first (on the calling thread), then each thread
+    transforms its channels' weights, multiplies them and writes its channels of every image."""
     n, c, h, w, k, ho, wo, top, left = layer
     th, tw = -(-ho // 2), -(-wo // 2)
-    a.allow((n, 16, c, th * tw), 4, "the transformed windows")
     v = np.empty((n, 16, c, th * tw), np.float32)
     for i in range(n):
         native.winograd_in(x[i], v[i], c, h, w, top, left, 0, th, tw)
