@@ -323,3 +323,76 @@ def test_the_c_functions_refuse_what_they_cannot_take():
     _fastkernels.layer_norm(x, x, None, None, 1e-5, 8)         # in place: all equal, so 0
     assert (x == 0).all()
     assert _fastkernels.loops() in ("avx512", "avx2", "plain")
+
+
+def test_binary_gives_numpys_bits_on_edge_values_and_its_relu_the_relu_ops():
+    """binary: x + y, x - y and x y to NumPy's bits over every pair of edge values (NaN, inf, -0,
+    denormals, overflow), written over x itself too; with relu, the bits np.maximum(., 0)
+    gives (NaN kept, -0 made 0). Parts of 16,384 taken from a counter, each once."""
+    from support.parts import takes_each_part_once
+    x = np.repeat(EDGES, len(EDGES))
+    y = np.tile(EDGES, len(EDGES))
+    for op, fn in enumerate((np.add, np.subtract, np.multiply)):
+        with np.errstate(all="ignore"):
+            want = fn(x, y)
+        out = np.full_like(x, 7.0)
+        assert _fastkernels.binary(x, y, out, np.zeros(1, np.int64), op, False) == 1
+        assert out.tobytes() == want.tobytes(), fn.__name__
+        own = x.copy()
+        _fastkernels.binary(own, y, own, np.zeros(1, np.int64), op, False)      # in place
+        assert own.tobytes() == want.tobytes()
+        _fastkernels.binary(x, y, out, np.zeros(1, np.int64), op, True)
+        assert out.tobytes() == np.maximum(want, 0).tobytes()
+    assert np.signbit(np.float32(-0.0) + np.float32(-0.0))         # the case holds a -0 the relu makes 0
+    long_x, long_y = RNG.standard_normal(5 * 16384 + 10).astype(np.float32), RNG.standard_normal(5 * 16384 + 10)
+    long_y = long_y.astype(np.float32)
+
+    def run(counter, out):
+        return _fastkernels.binary(long_x, long_y, out, counter, 0, True)
+    counter, whole = np.zeros(1, np.int64), np.full_like(long_x, np.nan)
+    assert run(counter, whole) == 6
+    assert whole.tobytes() == np.maximum(long_x + long_y, 0).tobytes()
+    takes_each_part_once(run, counter, whole, 6, 4, np.s_[4 * 16384:])
+    with pytest.raises(ValueError):
+        _fastkernels.binary(x, y[:-1], out, np.zeros(1, np.int64), 0, False)      # not as long
+    with pytest.raises(ValueError):
+        _fastkernels.binary(x, y, out, np.zeros(1, np.int64), 3, False)           # no op 3
+    with pytest.raises(TypeError):
+        _fastkernels.binary(x.astype(np.float64), y, out, np.zeros(1, np.int64), 0, False)
+    frozen = np.empty_like(x)
+    frozen.flags.writeable = False
+    with pytest.raises((TypeError, ValueError)):
+        _fastkernels.binary(x, y, frozen, np.zeros(1, np.int64), 0, False)
+
+
+@pytest.mark.parametrize("kernel", ["gelu", "softmax", "layer_norm"])
+def test_row_kernels_in_parts_give_the_whole_calls_bits(kernel):
+    """gelu, softmax and layer_norm given a counter run parts of whole rows (16,384 values, a
+    row at the least) taken from it, each once, to the bits of the call without one."""
+    from support.parts import takes_each_part_once
+    width = {"gelu": 1, "softmax": 128, "layer_norm": 768}[kernel]
+    x = RNG.standard_normal(100_000 // width * width).astype(np.float32)
+    gamma, beta = RNG.standard_normal(768).astype(np.float32), RNG.standard_normal(768).astype(np.float32)
+
+    def call(out, counter=None):
+        if kernel == "gelu":
+            return _fastkernels.gelu(x, out, False, counter)
+        if kernel == "softmax":
+            return _fastkernels.softmax(x, out, width, counter)
+        return _fastkernels.layer_norm(x, out, gamma, beta, 1e-5, width, counter)
+    whole = np.full_like(x, np.nan)
+    call(whole)
+    assert not np.isnan(whole).any()
+    each = max(1, 16384 // width) * width                   # values a part holds
+    parts = -(-x.size // each)
+    late = parts - 2
+
+    def run(counter, out):
+        return call(out, counter)
+    assert call(np.empty_like(x)) is None                   # no counter: the whole, at once
+    got, counter = np.full_like(x, np.nan), np.zeros(1, np.int64)
+    assert run(counter, got) == parts
+    assert got.tobytes() == whole.tobytes()
+    takes_each_part_once(run, counter, got, parts, late, np.s_[late * each:])
+    with pytest.raises(TypeError):
+        call(np.empty_like(x), np.zeros(1))                 # a float64 counter

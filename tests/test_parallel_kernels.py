@@ -51,7 +51,7 @@ INPUTS = {
     "pair": RNG.standard_normal((2, 32, 30, 30), np.float32),
     "w4": RNG.standard_normal((64, 16, 3, 3), np.float32) * 0.1,
 }
-# elementwise ops and pools are shared from 2 * _SHARE elements: the test lowers the bar so
+# elementwise ops and pools are shared from 2 * _SHARE elements (2 * _C_SHARE in C): the test lowers the bar so
 # that a model small enough to run quickly reaches it (the add's 32,768 values)
 SHARE = 1 << 14
 
@@ -92,6 +92,7 @@ def count_splits(monkeypatch, pieces: list) -> None:
 def low_bar(monkeypatch):
     from miltext.interpreter.kernels import elementwise, pool
     monkeypatch.setattr(elementwise, "_SHARE", SHARE)
+    monkeypatch.setattr(elementwise, "_C_SHARE", SHARE)
     monkeypatch.setattr(pool, "_SHARE", SHARE)
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))     # two threads, on one core too
 
@@ -197,21 +198,8 @@ def test_a_part_that_fails_fails_the_split_after_every_part_is_done():
     np.testing.assert_array_equal(out, np.arange(1, 100_001, dtype=np.float32))
 
 
-def test_rows_and_products_shared_give_the_same_results():
-    """The helpers row-wise kernels (softmax, layer_norm) and products are to call: the parts
-    cover every row and column once."""
-    x = RNG.standard_normal((3, 50, 96), np.float32)
-    out = np.full_like(x, np.nan)
-
-    def softmax(part, into):
-        e = np.exp(part - part.max(axis=-1, keepdims=True))
-        np.divide(e, e.sum(axis=-1, keepdims=True), out=into)
-    parallel.rows(softmax, x, out, 2)
-    want = np.empty_like(x)
-    softmax(x.reshape(-1, 96), want.reshape(-1, 96))
-    np.testing.assert_array_equal(out, want)
-    parallel.rows(lambda part, into: np.subtract(part, part.mean(axis=-1, keepdims=True), out=into), x, out, 2, 50 * 96)
-    np.testing.assert_array_equal(out, x - x.mean(axis=(1, 2), keepdims=True))
+def test_products_shared_give_the_same_results():
+    """The helper products are to call: the parts cover every column once."""
     a = RNG.standard_normal((128, 768), np.float32)
     w = RNG.standard_normal((300, 768), np.float32)       # a linear's (out, in) weight
     y = np.full((128, 300), np.nan, np.float32)

@@ -486,13 +486,29 @@ max_pool_loop(const float *restrict xs, float *restrict ys, Py_ssize_t planes, P
  * of xs (c channels of h x w): row (ch kh + i) kw + j holds, for output (r, q), the input at row
  * (row0 + r) sh + i dh - top and column q sw + j dw - left, zero outside xs (the padding read
  * in place). */
-/* The negatives of ys[0 .. count) made 0 (a relu folded into the op before it): NaN and -0
- * kept, as np.maximum(x, 0). */
+/* The negatives of ys[0 .. count) made 0 (a relu folded into the op before it) as
+ * np.maximum(x, 0) makes them: NaN kept, -0 made 0. */
 INLINE void
 relu_loop(float *restrict ys, Py_ssize_t count)
 {
     for (Py_ssize_t i = 0; i < count; i++)
-        ys[i] = ys[i] < 0.0f ? 0.0f : ys[i];
+        ys[i] = ys[i] > 0.0f || ys[i] != ys[i] ? ys[i] : 0.0f;
+}
+
+/* out[0 .. count) = xs + ys, xs - ys or xs ys (op 0, 1, 2), as NumPy's float32 arithmetic
+ * gives it; out may be xs or ys (an op writing over an input no later op reads). */
+INLINE void
+binary_loop(const float *xs, const float *ys, float *out, Py_ssize_t count, int op)
+{
+    if (op == 0)
+        for (Py_ssize_t i = 0; i < count; i++)
+            out[i] = xs[i] + ys[i];
+    else if (op == 1)
+        for (Py_ssize_t i = 0; i < count; i++)
+            out[i] = xs[i] - ys[i];
+    else
+        for (Py_ssize_t i = 0; i < count; i++)
+            out[i] = xs[i] * ys[i];
 }
 
 /* zeros at out[from .. to) */
@@ -619,6 +635,8 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
             Py_ssize_t w, const Py_ssize_t *geometry, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows), \
             (xs, cols, c, h, w, geometry, wo, row0, rows)) \
     VARIANT(relu##suffix, attributes, (float *ys, Py_ssize_t count), (ys, count)) \
+    VARIANT(binary##suffix, attributes, (const float *xs, const float *ys, float *out, Py_ssize_t count, int op), \
+            (xs, ys, out, count, op)) \
     VARIANT(max_pool##suffix, attributes, (const float *xs, float *ys, Py_ssize_t planes, Py_ssize_t h, \
             Py_ssize_t w, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t top, \
             Py_ssize_t left, Py_ssize_t ho, Py_ssize_t wo, float *line), \
@@ -635,6 +653,7 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
 #define max_pool_plain_loop max_pool_loop
 #define conv_cols_plain_loop conv_cols_loop
 #define relu_plain_loop relu_loop
+#define binary_plain_loop binary_loop
 LOOPS(_plain, )
 #if WIDE_VARIANTS
 #define gelu_avx2_loop gelu_loop
@@ -648,6 +667,7 @@ LOOPS(_plain, )
 #define max_pool_avx2_loop max_pool_loop
 #define conv_cols_avx2_loop conv_cols_loop
 #define relu_avx2_loop relu_loop
+#define binary_avx2_loop binary_loop
 #define gelu_avx512_loop gelu_loop
 #define softmax_avx512_loop softmax_loop
 #define layer_norm_avx512_loop layer_norm_loop
@@ -659,6 +679,7 @@ LOOPS(_plain, )
 #define max_pool_avx512_loop max_pool_loop
 #define conv_cols_avx512_loop conv_cols_loop
 #define relu_avx512_loop relu_loop
+#define binary_avx512_loop binary_loop
 LOOPS(_avx2, AVX2)
 LOOPS(_avx512, AVX512)
 #endif
@@ -679,6 +700,7 @@ static void (*max_pool_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_s
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, float *)
     = max_pool_plain;
 static void (*relu_run)(float *, Py_ssize_t) = relu_plain;
+static void (*binary_run)(const float *, const float *, float *, Py_ssize_t, int) = binary_plain;
 static void (*conv_cols_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t *,
                              Py_ssize_t, Py_ssize_t, Py_ssize_t) = conv_cols_plain;
 static void (*winograd_out_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
@@ -724,27 +746,70 @@ released(Py_buffer *x, Py_buffer *out)
     Py_RETURN_NONE;
 }
 
+/* The row kernels a call may share with the pool's workers (rows_shared). */
+enum { GELU, SOFTMAX, LAYER_NORM };
+
+typedef struct {
+    int kind, tanh_form;
+    const float *x, *gamma, *beta;
+    float *out;
+    Py_ssize_t count, width;      /* values, and a row's */
+    double epsilon;
+} rows_call;
+
+static Py_ssize_t rows_shared(const rows_call *call, PyObject *counter);
+
+/* The kernel of `call` over its rows, shared when `counter` is given (not None): the parts this
+ * thread ran; -1 with an exception if that counter is not an int64 buffer. With the GIL. */
+static Py_ssize_t
+rows_run(const rows_call *call, PyObject *counter)
+{
+    if (counter != NULL && counter != Py_None)
+        return rows_shared(call, counter);
+    Py_BEGIN_ALLOW_THREADS
+    if (call->kind == GELU)
+        gelu_run(call->x, call->out, call->count, call->tanh_form);
+    else if (call->kind == SOFTMAX)
+        softmax_run(call->x, call->out, call->count, call->width);
+    else
+        layer_norm_run(call->x, call->out, call->count, call->width, call->gamma, call->beta, call->epsilon);
+    Py_END_ALLOW_THREADS
+    return 0;
+}
+
+/* x and out let go: what a row kernel gives (the parts it ran, given a counter; else None), or
+ * NULL when `ran` is -1 (the exception set). */
+static PyObject *
+ran_rows(Py_ssize_t ran, PyObject *counter, Py_buffer *x, Py_buffer *out)
+{
+    PyBuffer_Release(x);
+    PyBuffer_Release(out);
+    if (ran < 0)
+        return NULL;
+    if (counter != NULL && counter != Py_None)
+        return PyLong_FromSsize_t(ran);
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 gelu(PyObject *self, PyObject *args)
 {
-    PyObject *xo, *oo;
+    PyObject *xo, *oo, *co = NULL;
     int tanh_form;
     Py_buffer x, out;
-    if (!PyArg_ParseTuple(args, "OOp", &xo, &oo, &tanh_form) || get_pair(xo, oo, 0, &x, &out) < 0)
+    if (!PyArg_ParseTuple(args, "OOp|O", &xo, &oo, &tanh_form, &co) || get_pair(xo, oo, 0, &x, &out) < 0)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    gelu_run((const float *)x.buf, (float *)out.buf, x.len / 4, tanh_form);
-    Py_END_ALLOW_THREADS
-    return released(&x, &out);
+    rows_call call = {GELU, tanh_form, x.buf, NULL, NULL, out.buf, x.len / 4, 1, 0.0};
+    return ran_rows(rows_run(&call, co), co, &x, &out);
 }
 
 static PyObject *
 softmax(PyObject *self, PyObject *args)
 {
-    PyObject *xo, *oo;
+    PyObject *xo, *oo, *co = NULL;
     Py_ssize_t n;
     Py_buffer x, out;
-    if (!PyArg_ParseTuple(args, "OOn", &xo, &oo, &n))
+    if (!PyArg_ParseTuple(args, "OOn|O", &xo, &oo, &n, &co))
         return NULL;
     if (n <= 0) {
         PyErr_SetString(PyExc_ValueError, "a row must have values");
@@ -752,20 +817,18 @@ softmax(PyObject *self, PyObject *args)
     }
     if (get_pair(xo, oo, n, &x, &out) < 0)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    softmax_run((const float *)x.buf, (float *)out.buf, x.len / 4, n);
-    Py_END_ALLOW_THREADS
-    return released(&x, &out);
+    rows_call call = {SOFTMAX, 0, x.buf, NULL, NULL, out.buf, x.len / 4, n, 0.0};
+    return ran_rows(rows_run(&call, co), co, &x, &out);
 }
 
 static PyObject *
 layer_norm(PyObject *self, PyObject *args)
 {
-    PyObject *xo, *oo, *go, *bo;
+    PyObject *xo, *oo, *go, *bo, *co = NULL;
     double epsilon;
     Py_ssize_t n;
     Py_buffer x, out, g = {0}, b = {0};
-    if (!PyArg_ParseTuple(args, "OOOOdn", &xo, &oo, &go, &bo, &epsilon, &n))
+    if (!PyArg_ParseTuple(args, "OOOOdn|O", &xo, &oo, &go, &bo, &epsilon, &n, &co))
         return NULL;
     if (n <= 0) {
         PyErr_SetString(PyExc_ValueError, "a row must have values");
@@ -782,17 +845,14 @@ layer_norm(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "gamma and beta must have the values of one row");
         goto fail;
     }
-    Py_BEGIN_ALLOW_THREADS
-    layer_norm_run((const float *)x.buf, (float *)out.buf, x.len / 4, n,
-                   have_g ? (const float *)g.buf : NULL, have_b ? (const float *)b.buf : NULL, epsilon);
-    Py_END_ALLOW_THREADS
+    rows_call call = {LAYER_NORM, 0, x.buf, have_g ? (const float *)g.buf : NULL,
+                      have_b ? (const float *)b.buf : NULL, out.buf, x.len / 4, n, epsilon};
+    Py_ssize_t ran = rows_run(&call, co);
     if (have_b)
         PyBuffer_Release(&b);
     if (have_g)
         PyBuffer_Release(&g);
-    PyBuffer_Release(&out);
-    PyBuffer_Release(&x);
-    Py_RETURN_NONE;
+    return ran_rows(ran, co, &x, &out);
 fail:
     if (have_b)
         PyBuffer_Release(&b);
@@ -1253,9 +1313,9 @@ run_shared(job *j, float *scratch, int64_t seats)
 /* The workers a parts call asks to join: counter[1] when the counter has it (parallel.claimed
  * sets it), else none. */
 static int64_t
-seats_asked(parts_args *a)
+seats_asked(const Py_buffer *counter)
 {
-    int64_t seats = a->counter.len >= 16 ? ((const int64_t *)a->counter.buf)[1] : 0;
+    int64_t seats = counter->len >= 16 ? ((const int64_t *)counter->buf)[1] : 0;
     return seats < 0 ? 0 : seats > 256 ? 256 : seats;
 }
 
@@ -1421,7 +1481,7 @@ winograd_bands(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    int64_t seats = seats_asked(&a);
+    int64_t seats = seats_asked(&a.counter);
     Py_ssize_t ran;
     Py_BEGIN_ALLOW_THREADS
     ran = run_shared(&j.base, v, seats);
@@ -1537,7 +1597,7 @@ winograd_outputs(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    int64_t seats = seats_asked(&a);
+    int64_t seats = seats_asked(&a.counter);
     Py_ssize_t ran;
     Py_BEGIN_ALLOW_THREADS
     ran = run_shared(&j.base, scratch, seats);
@@ -1664,7 +1724,7 @@ conv_bands(PyObject *self, PyObject *args)
     /* blocks of a band's outputs on several threads: every band's windows laid out once, in a
      * first phase they share (where the counter has room for it), not by each thread for its own */
     Py_ssize_t blocks = (o + block - 1) / block;
-    int64_t seats = seats_asked(&a);
+    int64_t seats = seats_asked(&a.counter);
     int shared = blocks > 1 && seats > 0 && a.counter.len >= 32;
     if (shared && floats * (double)n * (double)bands > SCRATCH) {
         PyErr_SetString(PyExc_ValueError, "this conv's windows are too big to hold: give fewer rows");
@@ -1753,13 +1813,128 @@ product_columns(PyObject *self, PyObject *args)
     int turns = transposed && turn_it && (double)block * (double)m <= SCRATCH;
     product_job j = {{product_parts, turns ? (size_t)block * m : 0, 1, 0, 0}, &a, m, k, n, block, transposed};
     float *turned = turns ? PyMem_RawMalloc((size_t)block * m * sizeof(float)) : NULL;
-    int64_t seats = seats_asked(&a);
+    int64_t seats = seats_asked(&a.counter);
     Py_ssize_t ran;
     Py_BEGIN_ALLOW_THREADS
     ran = run_shared(&j.base, turned, seats);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(turned);
     return released_parts(&a, PyLong_FromSsize_t(ran));
+}
+
+/* Elements a part of binary holds (64 KB of each operand). */
+#define ELEMENTS_PART 16384
+
+typedef struct {
+    job base;
+    const float *x, *y;
+    float *out;
+    int64_t *counter;
+    Py_ssize_t count;
+    int op, relu;
+} binary_job;
+
+static Py_ssize_t
+binary_parts(job *base, float *unused)
+{
+    const binary_job *j = (const binary_job *)base;
+    Py_ssize_t parts = (j->count + ELEMENTS_PART - 1) / ELEMENTS_PART, ran = 0, part;
+    while ((part = next_part(j->counter, parts)) >= 0) {
+        Py_ssize_t first = part * ELEMENTS_PART, size = j->count - first < ELEMENTS_PART ? j->count - first
+                                                                                     : ELEMENTS_PART;
+        binary_run(j->x + first, j->y + first, j->out + first, size, j->op);
+        if (j->relu)
+            relu_run(j->out + first, size);
+        ran++;
+    }
+    return ran;
+}
+
+/* binary(x, y, out, counter, op, relu): out = x + y, x - y or x y (op 0, 1, 2; float32 buffers
+ * of one length, out possibly x or y), its negatives made 0 when relu: parts of ELEMENTS_PART
+ * taken from counter[0], shared with counter[1] spinning workers when the counter has it; the
+ * count this call ran. */
+static PyObject *
+binary(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *yo, *oo, *co;
+    int op, relu;
+    Py_buffer x, y, out, counter;
+    if (!PyArg_ParseTuple(args, "OOOOip", &xo, &yo, &oo, &co, &op, &relu) || get_two(xo, oo, &x, &out) < 0)
+        return NULL;
+    if (get_f32(yo, &y, 0, "y") < 0) {
+        PyBuffer_Release(&x);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (get_i64(co, &counter, 1, "counter") < 0)
+        goto buffers;
+    if (x.len != y.len || x.len != out.len || op < 0 || op > 2) {
+        PyErr_SetString(PyExc_ValueError, "x, y and out must be as long; op 0 (+), 1 (-) or 2 (x)");
+        goto all;
+    }
+    binary_job j = {{binary_parts, 0, 0, 0, 0}, x.buf, y.buf, out.buf, counter.buf, x.len / 4, op, relu};
+    int64_t seats = seats_asked(&counter);
+    Py_ssize_t ran;
+    Py_BEGIN_ALLOW_THREADS
+    ran = run_shared(&j.base, NULL, seats);
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(ran);
+all:
+    PyBuffer_Release(&counter);
+buffers:
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+typedef struct {
+    job base;
+    const rows_call *call;
+    int64_t *counter;
+} rows_job;
+
+/* rows_shared's parts: ELEMENTS_PART values of whole rows (one row at the least) each. */
+static Py_ssize_t
+rows_parts(job *base, float *unused)
+{
+    const rows_job *j = (const rows_job *)base;
+    const rows_call *call = j->call;
+    Py_ssize_t width = call->width, rows = call->count / width, each = ELEMENTS_PART / width;
+    each = each < 1 ? 1 : each;
+    Py_ssize_t parts = (rows + each - 1) / each, ran = 0, part;
+    while ((part = next_part(j->counter, parts)) >= 0) {
+        Py_ssize_t first = part * each * width, count = (rows - part * each < each ? rows - part * each : each) * width;
+        if (call->kind == GELU)
+            gelu_run(call->x + first, call->out + first, count, call->tanh_form);
+        else if (call->kind == SOFTMAX)
+            softmax_run(call->x + first, call->out + first, count, width);
+        else
+            layer_norm_run(call->x + first, call->out + first, count, width, call->gamma, call->beta, call->epsilon);
+        ran++;
+    }
+    return ran;
+}
+
+/* `call` in parts taken from counter[0] (an int64 buffer), shared with counter[1] spinning
+ * workers when the counter has it: the parts this thread ran; -1 with an exception if the
+ * counter is not an int64 buffer. */
+static Py_ssize_t
+rows_shared(const rows_call *call, PyObject *counter_object)
+{
+    Py_buffer counter;
+    if (get_i64(counter_object, &counter, 1, "counter") < 0)
+        return -1;
+    rows_job j = {{rows_parts, 0, 0, 0, 0}, call, counter.buf};
+    int64_t seats = seats_asked(&counter);
+    Py_ssize_t ran;
+    Py_BEGIN_ALLOW_THREADS
+    ran = run_shared(&j.base, NULL, seats);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&counter);
+    return ran;
 }
 
 static PyObject *
@@ -1843,10 +2018,15 @@ loops(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
     {"gelu", gelu, METH_VARARGS,
-     "gelu(x, out, tanh_form): x Phi(x), or its tanh approximation, into out (float32 buffers)."},
-    {"softmax", softmax, METH_VARARGS, "softmax(x, out, n): the softmax of each row of n values into out."},
+     "gelu(x, out, tanh_form[, counter]): x Phi(x), or its tanh approximation, into out (float32 buffers). With "
+     "a counter (int64), in parts taken from counter[0], shared with counter[1] spinning workers when given: the "
+     "count this call ran."},
+    {"softmax", softmax, METH_VARARGS,
+     "softmax(x, out, n[, counter]): the softmax of each row of n values into out (parts of rows with a counter, "
+     "as gelu's)."},
     {"layer_norm", layer_norm, METH_VARARGS,
-     "layer_norm(x, out, gamma, beta, epsilon, n): each row of n values normalized into out."},
+     "layer_norm(x, out, gamma, beta, epsilon, n[, counter]): each row of n values normalized into out (parts of "
+     "rows with a counter, as gelu's)."},
     {"linear", linear, METH_VARARGS,
      "linear(x, weight, bias, out, k, n): rows of k values times weight (k rows of n) plus bias into out."},
     {"matmul", matmul, METH_VARARGS,
@@ -1868,6 +2048,10 @@ static PyMethodDef methods[] = {
      "spin(signal, seen, seconds[, done[, joins]]): done[0] set to 1 (int64; None: not given) once the GIL is let "
      "go, then waits without sleeping until signal[0] (int64) is not seen, or the time passes; whether it changed. "
      "When joins, the wait runs the parts of every job a parts call posts meanwhile."},
+    {"binary", binary, METH_VARARGS,
+     "binary(x, y, out, counter, op, relu): out = x + y, x - y or x y (op 0, 1, 2; float32, one length; out may be "
+     "x or y), negatives made 0 when relu, in parts taken from counter[0], shared with counter[1] spinning workers "
+     "when given; the count this call ran."},
     {"join", join, METH_NOARGS, "join(): the posted job's parts run on this thread, if one is posted with a seat left."},
     {"spinners", spinning, METH_NOARGS, "spinners(): the threads spinning now that join posted jobs."},
     {"use_blas", use_blas, METH_VARARGS,
@@ -1917,7 +2101,7 @@ PyInit__fastkernels(void)
         linear_run = linear_avx512, matmul_run = matmul_avx512;
         winograd_weight_run = winograd_weight_avx512, winograd_in_run = winograd_in_avx512;
         winograd_out_run = winograd_out_avx512, max_pool_run = max_pool_avx512, conv_cols_run = conv_cols_avx512;
-        relu_run = relu_avx512;
+        relu_run = relu_avx512, binary_run = binary_avx512;
         variant = "avx512";
     }
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
@@ -1925,7 +2109,7 @@ PyInit__fastkernels(void)
         linear_run = linear_avx2, matmul_run = matmul_avx2;
         winograd_weight_run = winograd_weight_avx2, winograd_in_run = winograd_in_avx2;
         winograd_out_run = winograd_out_avx2, max_pool_run = max_pool_avx2, conv_cols_run = conv_cols_avx2;
-        relu_run = relu_avx2;
+        relu_run = relu_avx2, binary_run = binary_avx2;
         variant = "avx2";
     }
 #endif

@@ -222,7 +222,8 @@ class Evaluator:
                         args.allow(shape, itemsize, what)
             result = kernel(args)
             if args.replay is not None:
-                step.replay = replays.make(step, args, result)
+                # a step that applies the next step's relu keeps none: a replay computes its op alone
+                step.replay = None if step.relu else replays.make(step, args, result)
                 args.replay = None
         except KERNEL_FAILURES as e:
             raise self._failure(op, e) from None

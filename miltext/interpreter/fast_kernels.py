@@ -1,10 +1,11 @@
 """The optional C kernels (`_fastkernels`: layer_norm, gelu and softmax over the last axis,
-small products, 2-D max pools and Winograd's transforms, on C-contiguous float32 arrays). A run asks for them once (`loaded`: None where they are not
+fp32 add, sub and mul, small products, 2-D max pools and Winograd's transforms, on
+C-contiguous float32 arrays). A run asks for them once (`loaded`: None where they are not
 built or MILTEXT_PURE_PYTHON=1 turns them off); each kernel then asks `usable` whether they
 take its array, else the NumPy code runs, to the same results within float32 rounding. The
-kernels let go of the GIL: a big array's rows are shared among a run's threads
-(`parallel.by_rows`), and a few kernels take their parts from a counter the threads share,
-multiplying with NumPy's own BLAS (`multiplies`)."""
+kernels let go of the GIL: a big array's parts are taken from a counter the run's threads
+share (`parallel.by_parts`, `parallel.claimed`), the convolutions and products multiplying
+with NumPy's own BLAS (`multiplies`)."""
 from __future__ import annotations
 
 import numpy as np

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 # ops whose kernels apply a relu to their output when Args.relu is set
-TAKES_RELU = frozenset({"conv"})
+TAKES_RELU = frozenset({"conv", "add"})
 
 
 def mark(steps: list) -> None:
@@ -29,6 +29,6 @@ def mark(steps: list) -> None:
 
 
 def relu(y):
-    """y's negatives made 0 in place (NaN and -0 kept, as the relu op keeps them): what a
+    """y's negatives made 0 in place, as the relu op makes them (NaN kept, -0 made 0): what a
     kernel that folds a relu in applies where it cannot in parts."""
     return np.maximum(y, 0, out=y)

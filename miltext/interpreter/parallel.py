@@ -121,27 +121,15 @@ def chunks(fn, inputs: tuple, out, pieces: int):
     return out
 
 
-def rows(fn, x, out, pieces: int, width: int | None = None):
-    """fn(x_part, out_part) over `pieces` bands of rows of `width` elements (x's last axis
-    unless given: a softmax's, a layer_norm's axes): x and out C-contiguous, of one shape."""
-    width = width or (x.shape[-1] if x.ndim else 1)
-    x2, out2 = x.reshape(-1, width), out.reshape(-1, width)
-
-    def part(start, stop):
-        fn(x2[start:stop], out2[start:stop])
-    split(len(x2), part, pieces)
-    return out
-
-
-def by_rows(fn, x, y, piece: int, width: int | None = None):
-    """fn(x_part, y_part) (a C kernel) over bands of rows of x and y (C-contiguous, of one
-    shape; rows of `width` elements, x's last axis unless given), shared among the run's
-    threads when each gets `piece` elements (a hand-off costs ~40 us); gives y."""
-    share = threads(x.size, piece)
+def by_parts(run, size: int, piece: int) -> None:
+    """run(counter) (a C kernel over `size` elements, taking its parts from the counter; all
+    of them at once given None), shared (claimed) among the run's threads when each gets
+    `piece` elements."""
+    share = threads(size, piece)
     if share > 1:
-        return rows(fn, x, y, share, width)
-    fn(x, y)
-    return y
+        claimed(run, share, 0)
+    else:
+        run(None)
 
 
 # Multiply-adds a thread's part of a product must have: half of what blas_threads would

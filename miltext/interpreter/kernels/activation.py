@@ -134,7 +134,9 @@ def gelu(a):
         tanh = mode != "EXACT"
 
         def compute(x):
-            return parallel.by_rows(lambda part, out: native.gelu(part, out, tanh), x, np.empty_like(x), _PIECE)
+            y = np.empty_like(x)
+            parallel.by_parts(lambda counter: native.gelu(x, y, tanh, counter), x.size, _PIECE)
+            return y
         return a.replayable(compute, "x")(x)
     if mode == "TANH_APPROXIMATION":
         y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -147,7 +149,9 @@ def gelu(a):
 
 def _native_softmax(native, n: int):
     def compute(x):
-        return parallel.by_rows(lambda part, out: native.softmax(part, out, n), x, np.empty_like(x), _PIECE)
+        y = np.empty_like(x)
+        parallel.by_parts(lambda counter: native.softmax(x, y, n, counter), x.size, _PIECE)
+        return y
     return compute
 
 

@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 
-from .. import parallel
+from .. import fusion, parallel
 from ..errors import RunError
+from ..fast_kernels import usable
 from ..limits import BIG
 from ..registry import kernel
 
@@ -57,22 +58,37 @@ def _broadcast_bound(values, product: int) -> int:
 def _binary(fn):
     def run(a):      # the evaluator runs every kernel with NumPy's warnings off
         x, y = operands(a, "x", "y")
-        a.replayable(fn, "x", "y")
+        if not a.relu:      # a replay computes the op alone, not a relu folded in (fusion.py)
+            a.replayable(fn, "x", "y")
         if x.ndim and x.shape == y.shape and x.dtype == y.dtype and fn in _IN_PLACE:
             out = a.spare("x", x, x.shape, x.dtype)
             if out is None:
                 out = a.spare("y", y, y.shape, y.dtype)
+            native = usable(a, x) if fn in _IN_C and y.flags.c_contiguous else None
+            if native is not None:
+                out = np.empty_like(x) if out is None else out
+                parallel.claimed(lambda counter: native.binary(x, y, out, counter, _IN_C[fn], a.relu),
+                                 parallel.threads(x.size, _C_SHARE), 0)
+                return out
             share = parallel.threads(x.size, _SHARE)
             if share > 1 and x.flags.c_contiguous and y.flags.c_contiguous:
-                return parallel.chunks(fn, (x, y), np.empty_like(x) if out is None else out, share)
-            if out is not None:
-                return fn(x, y, out=out)
-        return fn(x, y)
+                out = parallel.chunks(fn, (x, y), np.empty_like(x) if out is None else out, share)
+            elif out is not None:
+                out = fn(x, y, out=out)
+            else:
+                out = fn(x, y)
+            return fusion.relu(out) if a.relu else out
+        out = fn(x, y)
+        return np.maximum(out, 0) if a.relu else out
     return run
 
 
 _IN_PLACE = {np.add, np.subtract, np.multiply, np.maximum, np.minimum}   # same dtype in and out
 _SHARE = 1 << 18     # elements each thread must have for an op to be shared (a hand-off costs ~50 us)
+# fp32 ops the C kernel runs (its op numbers), shared from _C_SHARE elements a thread: a worker
+# spinning between pieces joins the call in microseconds
+_IN_C = {np.add: 0, np.subtract: 1, np.multiply: 2}
+_C_SHARE = 1 << 15
 
 
 for _name, _fn in _BINARY.items():
