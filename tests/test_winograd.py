@@ -132,11 +132,12 @@ def test_grouped_and_few_tile_convs_keep_to_the_direct_path(counted):
                                rtol=1e-5, atol=1e-5)
 
 
-def test_a_layer_of_few_tiles_shares_its_output_channels_on_two_threads(counted, path, monkeypatch):
-    """A 14x14 layer (49 tiles) of 96 outputs: on one thread, the direct path's rival is one
-    band of tile rows; on two, the threads share the output channels, each transforming its
-    own channels' weights (in C: blocks of 16 taken from a counter, after the windows), and so
-    both take Winograd's path to the same result."""
+@pytest.mark.parametrize("size, k", [(14, 96), (20, 64)])     # 49 tiles, 96 outputs; 100 tiles, 64 outputs
+def test_a_layer_of_few_tiles_shares_its_output_channels_on_two_threads(counted, path, monkeypatch, size, k):
+    """A layer of fewer tiles than twice its outputs (14x14 of 96, 20x20 of 64): on one thread,
+    the direct path's rival is one band of tile rows; on two, the threads share the output
+    channels, each transforming its own channels' weights (in C: blocks of 16 taken from a
+    counter, after the windows), and so both take Winograd's path to the same result."""
     setter = blas_threads._local_setter()
     if setter is None:
         pytest.skip("a BLAS other than NumPy's bundled OpenBLAS lends no threads")
@@ -146,9 +147,9 @@ def test_a_layer_of_few_tiles_shares_its_output_channels_on_two_threads(counted,
     split = parallel.split
     monkeypatch.setattr(parallel, "split", lambda count, work, share: splits.append((count, share)) or
                         split(count, work, share))
-    x = RNG.standard_normal((1, 64, 14, 14)).astype(np.float32)
-    w = (RNG.standard_normal((96, 64, 3, 3)) / 24).astype(np.float32)
-    b = RNG.standard_normal(96).astype(np.float32)
+    x = RNG.standard_normal((1, 64, size, size)).astype(np.float32)
+    w = (RNG.standard_normal((k, 64, 3, 3)) / 24).astype(np.float32)
+    b = RNG.standard_normal(k).astype(np.float32)
     before = setter(2)
     try:
         shared = conv(x, w, b, pad_type='"same"')
@@ -158,7 +159,7 @@ def test_a_layer_of_few_tiles_shares_its_output_channels_on_two_threads(counted,
     if path == "bands in C":
         assert splits == [] and counted.calls["winograd_outputs"] == 1 and counted.tiles == 1
     else:
-        assert splits == [(96, 2)] and counted.calls["winograd_in"] == 1 and counted.tiles == 1
+        assert splits == [(k, 2)] and counted.calls["winograd_in"] == 1 and counted.tiles == 1
     before = setter(1)
     try:
         alone = conv(x, w, b, pad_type='"same"')

@@ -5,7 +5,7 @@ C kernels transform the weights, the windows and the results (zero padding read 
 the 16 products are one batched matrix product of the BLAS. On ResNet-18's 3x3 layers this
 takes a layer of 56x56 from 3.4 to 1.9 ms; for few tiles, the weights' transform (done per
 run: a kept copy would hold 16/9 of them) costs more than it saves. A run's threads share
-bands of tile rows, or, where an image has fewer tiles than the layer has outputs, the
+bands of tile rows, or, where an image has fewer tiles than twice the layer's outputs, the
 output channels: each thread then transforms only its own channels' weights."""
 from __future__ import annotations
 
@@ -41,12 +41,14 @@ def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
 
 def _by_outputs(share: int, n: int, k: int, tiles: int) -> bool:
     """Whether `share` threads share the output channels rather than bands of tile rows: for
-    fewer images than threads (more take an image each) with fewer tiles than the layer has
-    outputs (its transformed windows then smaller than the transformed weights). There the
-    weights' transform outweighs the windows' (on a 14x14 layer of 256 channels, 0.74 ms on
-    the calling thread alone before sharing), and half the tile rows are too narrow a product
-    for the BLAS's pace (half of that layer's 49 tiles took longer than all of them)."""
-    return 1 < share and n < share and tiles < k
+    fewer images than threads (more take an image each) with fewer tiles than twice the layer's
+    outputs (its transformed windows then at most twice the transformed weights). There the
+    weights' transform weighs as much as the windows' (on a 14x14 layer of 256 channels, 0.74
+    ms on the calling thread alone before sharing), and a band of the tile rows is too narrow
+    a product for the BLAS's pace (half of that layer's 49 tiles took longer than all of them;
+    ResNet-18's 28x28 layers, 196 tiles of 128 outputs, took 0.95-0.99 ms on two threads
+    shared by outputs against 1.11-1.24 in halves of their tile rows)."""
+    return 1 < share and n < share and tiles < 2 * k
 
 
 def correlate(a, native, x, weight, around, bias=None, relu: bool = False):
