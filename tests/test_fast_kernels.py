@@ -396,3 +396,47 @@ def test_row_kernels_in_parts_give_the_whole_calls_bits(kernel):
     takes_each_part_once(run, counter, got, parts, late, np.s_[late * each:])
     with pytest.raises(TypeError):
         call(np.empty_like(x), np.zeros(1))                 # a float64 counter
+
+
+def test_binary_repeats_a_shorter_y_along_x():
+    """y one value (a scale), or x's trailing dims (an attention mask over the heads): repeated
+    along x, to NumPy's bits, the parts cutting y's runs anywhere."""
+    x = RNG.standard_normal((12, 128, 128)).astype(np.float32)
+    for y in (np.array(0.125, np.float32), RNG.standard_normal((128, 128)).astype(np.float32),
+              RNG.standard_normal(128).astype(np.float32)):
+        for op, fn in enumerate((np.add, np.subtract, np.multiply)):
+            out = np.full_like(x, np.nan)
+            counter = np.zeros(1, np.int64)
+            assert _fastkernels.binary(x, y, out, counter, op, op == 0) == -(-x.size // 16384)
+            want = fn(x, y)
+            assert out.tobytes() == (np.maximum(want, 0) if op == 0 else want).tobytes()
+    with pytest.raises(ValueError):
+        _fastkernels.binary(x, np.ones(100, np.float32), np.empty_like(x), np.zeros(1, np.int64), 0, False)
+    with pytest.raises(ValueError):
+        _fastkernels.binary(x, np.ones(0, np.float32), np.empty_like(x), np.zeros(1, np.int64), 0, False)
+
+
+@pytest.mark.parametrize("line, y", [
+    ("mul(x=%x, y=%y)", np.array(0.125, np.float32)),                     # a scale
+    ("add(x=%x, y=%y)", np.ones((1, 1, 128, 128), np.float32)),           # a mask over the heads
+    ("add(x=%y, y=%x)", np.ones((128,), np.float32)),                     # the smaller one first
+    ("sub(x=%x, y=%y)", np.ones((128,), np.float32)),                     # a bias taken away
+])
+def test_big_fp32_adds_subs_and_muls_run_in_c_with_a_repeated_operand(monkeypatch, line, y):
+    from miltext.interpreter import fast_kernels as fk
+    calls = []
+
+    class Counting:
+        def __getattr__(self, name):
+            fn = getattr(_fastkernels, name)
+            return (lambda *args: calls.append(name) or fn(*args)) if name == "binary" else fn
+    monkeypatch.setattr(fk, "_fastkernels", Counting())
+    monkeypatch.delenv("MILTEXT_PURE_PYTHON", raising=False)
+    x = RNG.standard_normal((1, 12, 128, 128)).astype(np.float32)
+    y = y * RNG.standard_normal(y.shape).astype(np.float32)
+    text = (f"main[CoreML7](%x: (1, 12, 128, 128, fp32), %y: ({', '.join(map(str, y.shape)) or ''}{', ' if y.ndim else ''}"
+            f"fp32)) {{\n  block0() {{\n    %z = {line}\n  }} -> (%z)\n}}\n")
+    got = run(miltext.loads(text), {"x": x, "y": y})["z"]
+    fn = {"mul": np.multiply, "add": np.add, "sub": np.subtract}[line[:3]]
+    want = fn(y, x) if "x=%y" in line else fn(x, y)
+    assert calls == ["binary"] and got.shape == want.shape and got.tobytes() == want.tobytes()

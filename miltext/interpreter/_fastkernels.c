@@ -496,11 +496,22 @@ relu_loop(float *restrict ys, Py_ssize_t count)
 }
 
 /* out[0 .. count) = xs + ys, xs - ys or xs ys (op 0, 1, 2), as NumPy's float32 arithmetic
- * gives it; out may be xs or ys (an op writing over an input no later op reads). */
+ * gives it, ys one value for all when `scalar`; out may be xs or ys (an op writing over an
+ * input no later op reads). */
 INLINE void
-binary_loop(const float *xs, const float *ys, float *out, Py_ssize_t count, int op)
+binary_loop(const float *xs, const float *ys, float *out, Py_ssize_t count, int op, int scalar)
 {
-    if (op == 0)
+    float y = ys[0];
+    if (scalar && op == 0)
+        for (Py_ssize_t i = 0; i < count; i++)
+            out[i] = xs[i] + y;
+    else if (scalar && op == 1)
+        for (Py_ssize_t i = 0; i < count; i++)
+            out[i] = xs[i] - y;
+    else if (scalar)
+        for (Py_ssize_t i = 0; i < count; i++)
+            out[i] = xs[i] * y;
+    else if (op == 0)
         for (Py_ssize_t i = 0; i < count; i++)
             out[i] = xs[i] + ys[i];
     else if (op == 1)
@@ -635,8 +646,8 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
             Py_ssize_t w, const Py_ssize_t *geometry, Py_ssize_t wo, Py_ssize_t row0, Py_ssize_t rows), \
             (xs, cols, c, h, w, geometry, wo, row0, rows)) \
     VARIANT(relu##suffix, attributes, (float *ys, Py_ssize_t count), (ys, count)) \
-    VARIANT(binary##suffix, attributes, (const float *xs, const float *ys, float *out, Py_ssize_t count, int op), \
-            (xs, ys, out, count, op)) \
+    VARIANT(binary##suffix, attributes, (const float *xs, const float *ys, float *out, Py_ssize_t count, int op, \
+            int scalar), (xs, ys, out, count, op, scalar)) \
     VARIANT(max_pool##suffix, attributes, (const float *xs, float *ys, Py_ssize_t planes, Py_ssize_t h, \
             Py_ssize_t w, Py_ssize_t kh, Py_ssize_t kw, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t top, \
             Py_ssize_t left, Py_ssize_t ho, Py_ssize_t wo, float *line), \
@@ -700,7 +711,7 @@ static void (*max_pool_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_s
                             Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, float *)
     = max_pool_plain;
 static void (*relu_run)(float *, Py_ssize_t) = relu_plain;
-static void (*binary_run)(const float *, const float *, float *, Py_ssize_t, int) = binary_plain;
+static void (*binary_run)(const float *, const float *, float *, Py_ssize_t, int, int) = binary_plain;
 static void (*conv_cols_run)(const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const Py_ssize_t *,
                              Py_ssize_t, Py_ssize_t, Py_ssize_t) = conv_cols_plain;
 static void (*winograd_out_run)(const float *, const float *, float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
@@ -1830,7 +1841,7 @@ typedef struct {
     const float *x, *y;
     float *out;
     int64_t *counter;
-    Py_ssize_t count;
+    Py_ssize_t count, repeat;       /* x's values, and y's (repeated along x) */
     int op, relu;
 } binary_job;
 
@@ -1842,7 +1853,13 @@ binary_parts(job *base, float *unused)
     while ((part = next_part(j->counter, parts)) >= 0) {
         Py_ssize_t first = part * ELEMENTS_PART, size = j->count - first < ELEMENTS_PART ? j->count - first
                                                                                      : ELEMENTS_PART;
-        binary_run(j->x + first, j->y + first, j->out + first, size, j->op);
+        if (j->repeat == 1)
+            binary_run(j->x + first, j->y, j->out + first, size, j->op, 1);
+        for (Py_ssize_t done = 0, run; j->repeat > 1 && done < size; done += run) {
+            Py_ssize_t at = (first + done) % j->repeat;     /* y's run along this stretch of x */
+            run = size - done < j->repeat - at ? size - done : j->repeat - at;
+            binary_run(j->x + first + done, j->y + at, j->out + first + done, run, j->op, 0);
+        }
         if (j->relu)
             relu_run(j->out + first, size);
         ran++;
@@ -1850,10 +1867,11 @@ binary_parts(job *base, float *unused)
     return ran;
 }
 
-/* binary(x, y, out, counter, op, relu): out = x + y, x - y or x y (op 0, 1, 2; float32 buffers
- * of one length, out possibly x or y), its negatives made 0 when relu: parts of ELEMENTS_PART
- * taken from counter[0], shared with counter[1] spinning workers when the counter has it; the
- * count this call ran. */
+/* binary(x, y, out, counter, op, relu): out = x + y, x - y or x y (op 0, 1, 2; float32 buffers,
+ * out as long as x and possibly x or y; y as long, or repeated along x: a whole number of
+ * times, one value for a scalar), its negatives made 0 when relu: parts of ELEMENTS_PART taken
+ * from counter[0], shared with counter[1] spinning workers when the counter has it; the count
+ * this call ran. */
 static PyObject *
 binary(PyObject *self, PyObject *args)
 {
@@ -1870,11 +1888,12 @@ binary(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     if (get_i64(co, &counter, 1, "counter") < 0)
         goto buffers;
-    if (x.len != y.len || x.len != out.len || op < 0 || op > 2) {
-        PyErr_SetString(PyExc_ValueError, "x, y and out must be as long; op 0 (+), 1 (-) or 2 (x)");
+    if (x.len != out.len || y.len == 0 || x.len % y.len != 0 || op < 0 || op > 2) {
+        PyErr_SetString(PyExc_ValueError, "x and out must be as long, y as long or a whole number of times shorter; "
+                                          "op 0 (+), 1 (-) or 2 (x)");
         goto all;
     }
-    binary_job j = {{binary_parts, 0, 0, 0, 0}, x.buf, y.buf, out.buf, counter.buf, x.len / 4, op, relu};
+    binary_job j = {{binary_parts, 0, 0, 0, 0}, x.buf, y.buf, out.buf, counter.buf, x.len / 4, y.len / 4, op, relu};
     int64_t seats = seats_asked(&counter);
     Py_ssize_t ran;
     Py_BEGIN_ALLOW_THREADS
@@ -2049,8 +2068,8 @@ static PyMethodDef methods[] = {
      "go, then waits without sleeping until signal[0] (int64) is not seen, or the time passes; whether it changed. "
      "When joins, the wait runs the parts of every job a parts call posts meanwhile."},
     {"binary", binary, METH_VARARGS,
-     "binary(x, y, out, counter, op, relu): out = x + y, x - y or x y (op 0, 1, 2; float32, one length; out may be "
-     "x or y), negatives made 0 when relu, in parts taken from counter[0], shared with counter[1] spinning workers "
+     "binary(x, y, out, counter, op, relu): out = x + y, x - y or x y (op 0, 1, 2; float32; out as long as x, "
+     "possibly x or y; y as long or repeated along x), negatives made 0 when relu, in parts taken from counter[0], shared with counter[1] spinning workers "
      "when given; the count this call ran."},
     {"join", join, METH_NOARGS, "join(): the posted job's parts run on this thread, if one is posted with a seat left."},
     {"spinners", spinning, METH_NOARGS, "spinners(): the threads spinning now that join posted jobs."},

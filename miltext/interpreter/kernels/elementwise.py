@@ -60,16 +60,20 @@ def _binary(fn):
         x, y = operands(a, "x", "y")
         if not a.relu:      # a replay computes the op alone, not a relu folded in (fusion.py)
             a.replayable(fn, "x", "y")
+        found = _in_c(a, fn, x, y)
+        if found is not None:
+            native, big, small = found
+            out = a.spare("x" if big is x else "y", big, big.shape, big.dtype)
+            if out is None and small.shape == big.shape:
+                out = a.spare("y" if big is x else "x", small, big.shape, big.dtype)
+            out = np.empty_like(big) if out is None else out
+            parallel.claimed(lambda counter: native.binary(big, small, out, counter, _IN_C[fn], a.relu),
+                             parallel.threads(big.size, _C_SHARE), 0)
+            return out
         if x.ndim and x.shape == y.shape and x.dtype == y.dtype and fn in _IN_PLACE:
             out = a.spare("x", x, x.shape, x.dtype)
             if out is None:
                 out = a.spare("y", y, y.shape, y.dtype)
-            native = usable(a, x) if fn in _IN_C and y.flags.c_contiguous else None
-            if native is not None:
-                out = np.empty_like(x) if out is None else out
-                parallel.claimed(lambda counter: native.binary(x, y, out, counter, _IN_C[fn], a.relu),
-                                 parallel.threads(x.size, _C_SHARE), 0)
-                return out
             share = parallel.threads(x.size, _SHARE)
             if share > 1 and x.flags.c_contiguous and y.flags.c_contiguous:
                 out = parallel.chunks(fn, (x, y), np.empty_like(x) if out is None else out, share)
@@ -89,6 +93,24 @@ _SHARE = 1 << 18     # elements each thread must have for an op to be shared (a 
 # spinning between pieces joins the call in microseconds
 _IN_C = {np.add: 0, np.subtract: 1, np.multiply: 2}
 _C_SHARE = 1 << 15
+
+
+def _in_c(a, fn, x, y):
+    """(the C kernels, the operand of the result's shape, the other) for an fp32 add, sub or
+    mul whose smaller operand repeats along the other as it is (the same shape, one value, or
+    the other's trailing dims: a bias, a mask); else None. x - y takes y as the smaller."""
+    if fn not in _IN_C or type(x) is not np.ndarray or type(y) is not np.ndarray:
+        return None
+    big, small = (x, y) if x.size >= y.size or fn is np.subtract else (y, x)
+    native = usable(a, big) if big.size >= _C_SHARE else None       # smaller: NumPy's own loop is as quick
+    if (native is None or small.dtype != np.float32 or not small.size or not small.flags.c_contiguous
+            or small.ndim > big.ndim):
+        return None
+    lead = next((i for i, d in enumerate(small.shape) if d != 1), small.ndim)
+    trailing = small.shape[lead:]
+    if trailing and big.shape[big.ndim - len(trailing):] != trailing:
+        return None
+    return native, big, small
 
 
 for _name, _fn in _BINARY.items():
