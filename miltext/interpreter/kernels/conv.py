@@ -177,8 +177,8 @@ def _conv(a, weight):
         a.allow((x.shape[0], weight.shape[0]) + tuple(n + b + e - 2 for n, (b, e) in zip(x.shape[2:], around)), 4,
                 "the output")
         y = winograd.correlate(a, native, xf, weight, around, bias, in_parts)
-    elif conv_bands.takes(native, xf, weight, strides, dilations, groups, around):
-        y = conv_bands.correlate(a, native, xf, weight, strides, dilations, around, bias, in_parts)
+    elif (planned := conv_bands.plan(native, xf, weight, strides, dilations, groups, around)) is not None:
+        y = conv_bands.correlate(a, native, xf, weight, strides, dilations, around, planned, bias, in_parts)
     else:
         a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
         inside = padded(xf, around) if any(b or e for b, e in around) else xf

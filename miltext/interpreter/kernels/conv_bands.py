@@ -18,36 +18,36 @@ from .. import fast_kernels, parallel
 _BUDGET = 1 << 25       # bytes of windows laid out at once (as conv's NumPy path)
 
 
-def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
-    """Whether the C bands run this conv: 2-D, fp32, not grouped, not a plain product (a 1x1
-    kernel of stride 1 without padding multiplies the input as it is), an output, and bands
-    enough for the threads it would be shared among (parallel.claims)."""
+def plan(native, x, weight, strides, dilations, groups: int, around) -> tuple | None:
+    """How the C bands run this conv, (output size, macs, threads, band, block), where they
+    do: 2-D, fp32, not grouped, not a plain product (a 1x1 kernel of stride 1 without padding
+    multiplies the input as it is), an output, and bands enough for the threads it would be
+    shared among (parallel.claims); else None."""
     if (native is None or x.ndim != 4 or groups != 1 or weight.dtype != np.float32 or not weight.size
             or weight.shape[1] != x.shape[1]):
-        return False
+        return None
     if weight.shape[2:] == (1, 1) and list(strides) == [1, 1] and not any(b or e for b, e in around):
-        return False
+        return None
     out = _output(x.shape[2:], weight.shape[2:], strides, dilations, around)
     if min(out) <= 0:
-        return False
-    share = parallel.threads(_macs(x, weight, out), parallel.PIECE)
-    band = _band(x, weight, out, share)
-    return (_block(x.shape[0] * -(-out[0] // band), weight.shape[0], share) is not None
-            and x.shape[1] * math.prod(weight.shape[2:]) * band * out[1] <= fast_kernels.SCRATCH
-            and fast_kernels.multiplies(native))
-
-
-def correlate(a, native, x, weight, strides, dilations, around, bias=None, relu: bool = False):
-    """x (N, C, H, W), C-contiguous float32, correlated with weight (O, C, kh, kw) under the
-    zero padding `around` ((top, bottom), (left, right)), plus bias (O,), its negatives made 0
-    when `relu` -> (N, O, Ho, Wo)."""
-    n, c, h, w = x.shape
-    o = weight.shape[0]
-    out = _output(x.shape[2:], weight.shape[2:], strides, dilations, around)
+        return None
     macs = _macs(x, weight, out)
     share = parallel.threads(macs, parallel.PIECE)
     band = _band(x, weight, out, share)
-    block = _block(n * -(-out[0] // band), o, share)
+    block = _block(x.shape[0] * -(-out[0] // band), weight.shape[0], share)
+    if (block is None or x.shape[1] * math.prod(weight.shape[2:]) * band * out[1] > fast_kernels.SCRATCH
+            or not fast_kernels.multiplies(native)):
+        return None
+    return out, macs, share, band, block
+
+
+def correlate(a, native, x, weight, strides, dilations, around, planned: tuple, bias=None, relu: bool = False):
+    """x (N, C, H, W), C-contiguous float32, correlated with weight (O, C, kh, kw) under the
+    zero padding `around` ((top, bottom), (left, right)), plus bias (O,), its negatives made 0
+    when `relu` -> (N, O, Ho, Wo), as `planned` (plan's)."""
+    n, c, h, w = x.shape
+    o = weight.shape[0]
+    out, macs, share, band, block = planned
     a.allow((n, o) + out, 4, "the output")
     bands = n * -(-out[0] // band)
     # blocks shared by threads lay out every band once (the C call's first phase), else each
@@ -56,13 +56,22 @@ def correlate(a, native, x, weight, strides, dilations, around, bias=None, relu:
     a.allow((laid, c * math.prod(weight.shape[2:]) * min(band, out[0]) * out[1]), 4, "the windows laid out")
     y = np.empty((n, o) + out, np.float32)
     weight = np.ascontiguousarray(weight)
-    if bias is not None:
-        bias = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1), (o,)), np.float32)
+    bias = channel_values(bias, o)
     geometry = np.array(list(weight.shape[2:]) + list(strides) + list(dilations) + [around[0][0], around[1][0]],
                         np.int64)
     parallel.claimed(lambda counter: native.conv_bands(x, weight, bias, y, counter, geometry, n, c, h, w, o,
                                                        *out, band, block, relu), share, macs)
     return y
+
+
+def channel_values(bias, o: int):
+    """A conv's bias (one value, or one an output channel) as o contiguous float32 values for
+    the C kernels; None for none."""
+    if bias is None:
+        return None
+    if type(bias) is np.ndarray and bias.dtype == np.float32 and bias.size == o and bias.flags.c_contiguous:
+        return bias.reshape(-1)
+    return np.ascontiguousarray(np.broadcast_to(bias.reshape(-1), (o,)), np.float32)
 
 
 def _output(spatial, kernel, strides, dilations, around) -> tuple:

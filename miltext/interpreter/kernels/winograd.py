@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fast_kernels, fusion, parallel
+from . import conv_bands
 
 # Tiles (2x2 outputs) a thread's share must have for the transform of the weights to pay:
 # ResNet-18's 14x14 layers (49 tiles) gain 10% on one thread (and, their output channels
@@ -63,8 +64,7 @@ def correlate(a, native, x, weight, around, bias=None, relu: bool = False):
     ho, wo = h + top + bottom - 2, w + left + right - 2
     th, tw = -(-ho // 2), -(-wo // 2)
     a.allow((16, k, c), 4, "the transformed weights")
-    if bias is not None:
-        bias = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1), (k,)), np.float32)
+    bias = conv_bands.channel_values(bias, k)
     weight = np.ascontiguousarray(weight)
     layer = (n, c, h, w, k, ho, wo, top, left)
     macs = n * 16 * k * c * th * tw
