@@ -1330,6 +1330,26 @@ seats_asked(const Py_buffer *counter)
     return seats < 0 ? 0 : seats > 256 ? 256 : seats;
 }
 
+/* j run on the calling thread with scratch of its own (j->scratch floats; none for a job that
+ * goes without, if it cannot be had), shared with the workers `counter` asks for, without the
+ * GIL: the count this thread ran; -1 with MemoryError set if the scratch cannot be had. */
+static Py_ssize_t
+run_call(job *j, const Py_buffer *counter)
+{
+    float *scratch = j->scratch ? PyMem_RawMalloc(j->scratch * sizeof(float)) : NULL;
+    if (scratch == NULL && j->scratch && !j->optional) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int64_t seats = seats_asked(counter);
+    Py_ssize_t ran;
+    Py_BEGIN_ALLOW_THREADS
+    ran = run_shared(j, scratch, seats);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(scratch);
+    return ran;
+}
+
 /* A job's first phase, which every part of the second needs: parts 0 .. parts - 1 taken from
  * next and counted in done (int64s the threads share) once run; returns when all are done,
  * whichever thread ran them (each part taken is run by a thread that is running, so the wait
@@ -1485,20 +1505,10 @@ winograd_bands(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "a band of this conv's tiles is too big to hold: give fewer rows");
         goto done;
     }
-    winograd_job j = {{winograd_parts, (size_t)floats, 0, 0}, &a, n, c, h, w, k, ho, wo, top, left, rows, bands, relu,
+    winograd_job j = {{winograd_parts, (size_t)floats, 0, 0, 0}, &a, n, c, h, w, k, ho, wo, top, left, rows, bands, relu,
                       given ? weight.buf : NULL, given ? u.buf : NULL};
-    float *v = PyMem_RawMalloc((size_t)floats * sizeof(float));
-    if (v == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int64_t seats = seats_asked(&a.counter);
-    Py_ssize_t ran;
-    Py_BEGIN_ALLOW_THREADS
-    ran = run_shared(&j.base, v, seats);
-    Py_END_ALLOW_THREADS
-    PyMem_RawFree(v);
-    result = PyLong_FromSsize_t(ran);
+    Py_ssize_t ran = run_call(&j.base, &a.counter);
+    result = ran < 0 ? NULL : PyLong_FromSsize_t(ran);
 done:
     if (given) {
         PyBuffer_Release(&weight);
@@ -1601,20 +1611,10 @@ winograd_outputs(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "a block of this conv's outputs is too big to hold: give fewer");
         goto done;
     }
-    outputs_job j = {{outputs_parts, (size_t)floats, 0, 0}, &a, n, c, h, wd, k, ho, wo, top, left, rows, relu,
+    outputs_job j = {{outputs_parts, (size_t)floats, 0, 0, 0}, &a, n, c, h, wd, k, ho, wo, top, left, rows, relu,
                      v.buf};
-    float *scratch = PyMem_RawMalloc((size_t)floats * sizeof(float));
-    if (scratch == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int64_t seats = seats_asked(&a.counter);
-    Py_ssize_t ran;
-    Py_BEGIN_ALLOW_THREADS
-    ran = run_shared(&j.base, scratch, seats);
-    Py_END_ALLOW_THREADS
-    PyMem_RawFree(scratch);
-    result = PyLong_FromSsize_t(ran);
+    Py_ssize_t ran = run_call(&j.base, &a.counter);
+    result = ran < 0 ? NULL : PyLong_FromSsize_t(ran);
 done:
     PyBuffer_Release(&v);
     return released_parts(&a, result);
@@ -1735,25 +1735,19 @@ conv_bands(PyObject *self, PyObject *args)
     /* blocks of a band's outputs on several threads: every band's windows laid out once, in a
      * first phase they share (where the counter has room for it), not by each thread for its own */
     Py_ssize_t blocks = (o + block - 1) / block;
-    int64_t seats = seats_asked(&a.counter);
-    int shared = blocks > 1 && seats > 0 && a.counter.len >= 32;
+    int shared = blocks > 1 && seats_asked(&a.counter) > 0 && a.counter.len >= 32;
     if (shared && floats * (double)n * (double)bands > SCRATCH) {
         PyErr_SetString(PyExc_ValueError, "this conv's windows are too big to hold: give fewer rows");
         return released_parts(&a, NULL);
     }
-    conv_job j = {{conv_parts, shared ? 0 : (size_t)floats, 0, 0}, &a, n, c, h, wd, o, ho, wo, rows, bands, blocks,
+    conv_job j = {{conv_parts, shared ? 0 : (size_t)floats, 0, 0, 0}, &a, n, c, h, wd, o, ho, wo, rows, bands, blocks,
                   block, depth, {0}, relu, NULL};
     memcpy(j.g, g, sizeof g);
-    float *cols = PyMem_RawMalloc((size_t)floats * (shared ? (size_t)n * bands : 1) * sizeof(float));
-    if (cols == NULL)
+    if (shared && (j.shared = PyMem_RawMalloc((size_t)floats * n * bands * sizeof(float))) == NULL)
         return released_parts(&a, PyErr_NoMemory());
-    j.shared = shared ? cols : NULL;
-    Py_ssize_t ran;
-    Py_BEGIN_ALLOW_THREADS
-    ran = run_shared(&j.base, cols, seats);
-    Py_END_ALLOW_THREADS
-    PyMem_RawFree(cols);
-    return released_parts(&a, PyLong_FromSsize_t(ran));
+    Py_ssize_t ran = run_call(&j.base, &a.counter);
+    PyMem_RawFree(j.shared);
+    return released_parts(&a, ran < 0 ? NULL : PyLong_FromSsize_t(ran));
 }
 
 typedef struct {
@@ -1823,14 +1817,8 @@ product_columns(PyObject *self, PyObject *args)
      * multiplies in the other order */
     int turns = transposed && turn_it && (double)block * (double)m <= SCRATCH;
     product_job j = {{product_parts, turns ? (size_t)block * m : 0, 1, 0, 0}, &a, m, k, n, block, transposed};
-    float *turned = turns ? PyMem_RawMalloc((size_t)block * m * sizeof(float)) : NULL;
-    int64_t seats = seats_asked(&a.counter);
-    Py_ssize_t ran;
-    Py_BEGIN_ALLOW_THREADS
-    ran = run_shared(&j.base, turned, seats);
-    Py_END_ALLOW_THREADS
-    PyMem_RawFree(turned);
-    return released_parts(&a, PyLong_FromSsize_t(ran));
+    Py_ssize_t ran = run_call(&j.base, &a.counter);
+    return released_parts(&a, ran < 0 ? NULL : PyLong_FromSsize_t(ran));
 }
 
 /* Elements a part of binary holds (64 KB of each operand). */
@@ -1894,12 +1882,7 @@ binary(PyObject *self, PyObject *args)
         goto all;
     }
     binary_job j = {{binary_parts, 0, 0, 0, 0}, x.buf, y.buf, out.buf, counter.buf, x.len / 4, y.len / 4, op, relu};
-    int64_t seats = seats_asked(&counter);
-    Py_ssize_t ran;
-    Py_BEGIN_ALLOW_THREADS
-    ran = run_shared(&j.base, NULL, seats);
-    Py_END_ALLOW_THREADS
-    result = PyLong_FromSsize_t(ran);
+    result = PyLong_FromSsize_t(run_call(&j.base, &counter));
 all:
     PyBuffer_Release(&counter);
 buffers:
@@ -1947,11 +1930,7 @@ rows_shared(const rows_call *call, PyObject *counter_object)
     if (get_i64(counter_object, &counter, 1, "counter") < 0)
         return -1;
     rows_job j = {{rows_parts, 0, 0, 0, 0}, call, counter.buf};
-    int64_t seats = seats_asked(&counter);
-    Py_ssize_t ran;
-    Py_BEGIN_ALLOW_THREADS
-    ran = run_shared(&j.base, NULL, seats);
-    Py_END_ALLOW_THREADS
+    Py_ssize_t ran = run_call(&j.base, &counter);
     PyBuffer_Release(&counter);
     return ran;
 }
