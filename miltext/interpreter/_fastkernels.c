@@ -1123,10 +1123,11 @@ get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what)
     return 0;
 }
 
-/* ---- Work taken in parts from a shared counter. Each thread of a split runs the same call,
- * which takes parts (one fetch-and-add of counter[0], an int64 buffer the threads share) until
- * none is left: a thread that started late or runs on a slower core takes fewer, and no part
- * waits for the GIL. The products are the BLAS's, called from C (use_blas). ---- */
+/* ---- Work taken in parts from a shared counter. The calling thread posts the call as a job
+ * (run_shared, below) that the pool's spinning workers join; every thread running it takes
+ * parts (a fetch-and-add of counter[0], an int64 buffer they share) until none is left: a
+ * thread that joined late or runs on a slower core takes fewer, and no part waits for the GIL.
+ * The products are the BLAS's, called from C (use_blas). ---- */
 
 /* cblas_sgemm of NumPy's OpenBLAS (ILP64 or not), set by use_blas; NULL until then. */
 typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,

@@ -106,6 +106,7 @@ def claimed(run, pieces: int, macs: int) -> None:
 
 
 def _join(start: int, stop: int) -> None:
+    """A woken worker's task: the C call posted now, joined (none: nothing to do)."""
     loaded().join()
 
 
