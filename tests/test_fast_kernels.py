@@ -44,6 +44,15 @@ def path(request, monkeypatch):
     return request.param, counting.calls
 
 
+@pytest.fixture(params=_fastkernels.loop_sets())
+def loops(request):
+    """Each set of loops this CPU runs in turn ("plain", then "avx2" and "avx512" where it has
+    them: a machine runs only its best unless told), the best again after."""
+    before = _fastkernels.loops(request.param)
+    yield request.param
+    _fastkernels.loops(before)
+
+
 def run_line(line: str, x, *, out_shape=None, **consts):
     """`%y = line` on input %x (plus fp32 inputs `consts`), in a program of its own."""
     inputs = {"x": x, **consts}
@@ -239,11 +248,11 @@ def test_softmax_over_another_axis_and_layer_norm_over_leading_axes_take_the_num
 
 
 # (x's shape, the outputs, a bias or not): the decoder's products, and rows and columns past the
-# C code's blocks (8 or 4 rows by 32 or 16 columns)
+# C code's blocks (8, 6 or 4 rows by 2 or 1 vectors of 16, 8 or 4 columns)
 @pytest.mark.parametrize("shape, n, bias", [((1, 16, 64), 192, True), ((16, 256), 64, True), ((7, 50), 33, True),
                                             ((2, 3, 5), 70, False), ((4, 64), 512, True), ((5, 3), 1, False),
-                                            ((13, 40), 48, True)])
-def test_linear_of_a_decoders_rows_and_of_odd_sizes(path, shape, n, bias):
+                                            ((13, 40), 48, True), ((11, 24), 27, True), ((6, 9), 13, False)])
+def test_linear_of_a_decoders_rows_and_of_odd_sizes(path, loops, shape, n, bias):
     x = RNG.standard_normal(shape).astype(np.float32)
     w = RNG.standard_normal((n, shape[-1])).astype(np.float32)
     b = RNG.standard_normal(n).astype(np.float32)
@@ -258,7 +267,7 @@ def test_linear_of_a_decoders_rows_and_of_odd_sizes(path, shape, n, bias):
 @pytest.mark.parametrize("xs, ys, swap_x, swap_y", [((1, 4, 16, 16), (1, 4, 16, 16), False, True),
                                                     ((2, 3, 5, 7), (2, 3, 7, 40), False, False),
                                                     ((3, 6, 5), (3, 6, 33), True, False), ((9, 4), (4, 2), False, False)])
-def test_attentions_products_of_each_head(path, xs, ys, swap_x, swap_y):
+def test_attentions_products_of_each_head(path, loops, xs, ys, swap_x, swap_y):
     x, y = RNG.standard_normal(xs).astype(np.float32), RNG.standard_normal(ys).astype(np.float32)
     got = run_line(f"matmul(x=%x, y=%w, transpose_x={swap_x}, transpose_y={swap_y})", x, w=y)
     check_ran(path, path[1], "matmul")
@@ -322,7 +331,14 @@ def test_the_c_functions_refuse_what_they_cannot_take():
     assert (product == 8.5).all()
     _fastkernels.layer_norm(x, x, None, None, 1e-5, 8)         # in place: all equal, so 0
     assert (x == 0).all()
-    assert _fastkernels.loops() in ("avx512", "avx2", "plain")
+    best = _fastkernels.loops()
+    assert _fastkernels.loop_sets()[0] == "plain" and _fastkernels.loop_sets()[-1] == best
+    for name in ("sse9", "AVX2", "avx512")[:3 if best != "avx512" else 2]:
+        with pytest.raises(ValueError, match="this CPU runs the loops"):
+            _fastkernels.loops(name)
+    assert _fastkernels.loops() == best                 # a refused name changes nothing
+    assert _fastkernels.loops("plain") == best and _fastkernels.loops() == "plain"
+    assert _fastkernels.loops(best) == "plain" and _fastkernels.loops() == best
 
 
 def test_binary_gives_numpys_bits_on_edge_values_and_its_relu_the_relu_ops():

@@ -37,7 +37,7 @@ PROGRAM = """main[CoreML7](%x: (1, 3, 128, 128, fp32), %w1: (32, 3, 7, 7, fp32),
     %grouped = conv(x=%pair, weight=%w4, groups=2, pad_type="valid", name="grouped")
     %big = exp(x=%stem, name="big")
     %twice = mul(x=%big, y=%big, name="twice")
-  } -> (%stem, %pooled, %sum, %deep, %grouped, %twice)
+  } -> (%stem, %pooled, %block, %sum, %deep, %grouped, %twice)
 }
 """
 INPUTS = {
@@ -109,10 +109,14 @@ def test_two_threads_give_the_one_thread_results(monkeypatch, low_bar):
     # the add, the deep conv (blocks of its output channels), the grouped conv, exp and mul:
     # each split in two
     assert two == [2] * 9
-    for name in ("pooled", "sum", "twice"):         # the same arithmetic: the same bits
+    for name in ("pooled", "twice"):                # the same arithmetic on the same bits: the same bits
         np.testing.assert_array_equal(shared[name], alone[name], err_msg=name)
-    for name in ("stem", "deep", "grouped"):         # the same products, in bands
-        np.testing.assert_allclose(shared[name], alone[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    # the same products, in bands (or blocks): a band's product may be summed in another order
+    # by the BLAS (OpenBLAS's Haswell kernels on a Zen 3 did, in the last bits)
+    for name in ("stem", "block", "deep", "grouped"):
+        np.testing.assert_allclose(shared[name], alone[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    for run in (alone, shared):                      # and the add shared in two adds them to the bit
+        np.testing.assert_array_equal(run["sum"], run["block"] + run["pooled"])
     # and the one-thread convolution is the definition's
     x = np.pad(INPUTS["small"].astype(np.float64), [(0, 0), (0, 0), (1, 1), (1, 1)])
     cols = np.lib.stride_tricks.sliding_window_view(x[0], (3, 3), axis=(1, 2))     # C, 7, 7, 3, 3
@@ -129,8 +133,8 @@ def test_without_the_c_products_the_numpy_paths_share_the_work(monkeypatch, low_
     alone = run_at(1, monkeypatch, one)
     shared = run_at(2, monkeypatch, two)
     assert one == [] and two == ([] if SETTER is None else [2] * 10)
-    for name in ("stem", "deep", "grouped"):
-        np.testing.assert_allclose(shared[name], alone[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    for name in ("stem", "block", "deep", "grouped"):
+        np.testing.assert_allclose(shared[name], alone[name], rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 def test_workers_are_made_once_and_reused(monkeypatch, low_bar):

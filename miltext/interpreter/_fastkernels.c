@@ -225,34 +225,32 @@ layer_norm_loop(const float *xs, float *ys, Py_ssize_t count, Py_ssize_t n, cons
 }
 
 #if defined(__GNUC__) || defined(__clang__)
+/* A block's sums are vectors of the target's register width: 16 floats for AVX-512, 8 for
+ * AVX2, 4 for the rest (SSE2, NEON). Wider than the registers, GCC splits each vector
+ * operation through memory: 16-float vectors on an AVX2 CPU (AMD's Zen 3) took 81 us for a
+ * decoder's 16 x 64 x 64 product, 8-float ones 2. */
 typedef float f32x16 __attribute__((vector_size(64)));
-/* load16 is always inlined into code for one target: the note that its vector return would
- * pass differently between targets does not apply */
-#pragma GCC diagnostic ignored "-Wpsabi"
-INLINE f32x16
-load16(const float *p)
-{
-    f32x16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-/* Rows i0 .. of columns j0 .. j0 + 16 V of ys (m rows of n) = xs (m rows of k) times ws (k rows
- * of n) plus bs (or NULL), in blocks of ROWS rows summed in vectors of 16 floats held in
- * registers (written as vectors: GCC leaves a 16-wide block of scalars unvectorized), each
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef float f32x4 __attribute__((vector_size(16)));
+/* Rows i0 .. of columns j0 .. j0 + L V of ys (m rows of n) = xs (m rows of k) times ws (k rows
+ * of n) plus bs (or NULL), in blocks of ROWS rows summed in V vectors of type T (L floats)
+ * held in registers (written as vectors: GCC leaves a block of scalars unvectorized), each
  * weight row loaded once per block; i0 ends past the last whole block. */
-#define ROW_BLOCKS(ROWS, V) \
+#define ROW_BLOCKS(T, L, ROWS, V) \
     for (; i0 + ROWS <= m; i0 += ROWS) { \
-        f32x16 acc[ROWS][V]; \
+        T acc[ROWS][V]; \
         for (int c = 0; c < V; c++) { \
-            f32x16 start = bs != NULL ? load16(bs + j0 + 16 * c) : (f32x16){0}; \
+            T start = {0}; \
+            if (bs != NULL) \
+                memcpy(&start, bs + j0 + L * c, sizeof start); \
             for (int r = 0; r < ROWS; r++) \
                 acc[r][c] = start; \
         } \
         const float *xr = xs + i0 * k; \
         for (Py_ssize_t p = 0; p < k; p++) { \
-            f32x16 w[V]; \
+            T w[V]; \
             for (int c = 0; c < V; c++) \
-                w[c] = load16(ws + p * n + j0 + 16 * c); \
+                memcpy(&w[c], ws + p * n + j0 + L * c, sizeof w[c]); \
             for (int r = 0; r < ROWS; r++) { \
                 float a = xr[r * k + p]; \
                 for (int c = 0; c < V; c++) \
@@ -261,40 +259,55 @@ load16(const float *p)
         } \
         for (int r = 0; r < ROWS; r++) \
             for (int c = 0; c < V; c++) \
-                memcpy(ys + (i0 + r) * n + j0 + 16 * c, &acc[r][c], sizeof acc[r][c]); \
+                memcpy(ys + (i0 + r) * n + j0 + L * c, &acc[r][c], sizeof acc[r][c]); \
     }
 #else
-#define ROW_BLOCKS(ROWS, V)
+#define ROW_BLOCKS(T, L, ROWS, V)
 #endif
 
-/* Columns j0 .. j0 + 16 V of every row: blocks of 8 rows first when `wide`, then of 4, then
- * the rows left one at a time. */
-#define COLUMNS(V) { \
+/* Columns j0 .. j0 + L V of every row (L floats a vector of type T): blocks of BIG rows
+ * first, then of 4, then the rows left one at a time. */
+#define COLUMNS(T, L, V, BIG) { \
     Py_ssize_t i0 = 0; \
-    if (wide) \
-        ROW_BLOCKS(8, V) \
-    ROW_BLOCKS(4, V) \
+    ROW_BLOCKS(T, L, BIG, V) \
+    ROW_BLOCKS(T, L, 4, V) \
     for (; i0 < m; i0++) \
-        linear_row(xs + i0 * k, ws + j0, bs != NULL ? bs + j0 : NULL, ys + i0 * n + j0, k, n, 16 * V); \
+        linear_row(xs + i0 * k, ws + j0, bs != NULL ? bs + j0 : NULL, ys + i0 * n + j0, k, n, L * V); \
 }
 
 /* ys (m rows of n) = xs (m rows of k) times ws (k rows of n) plus bs (n values, or NULL): a
- * linear layer's product with its weight kept transposed, by blocks of 32 columns, then 16
- * (an attention head's width), then the columns left one row at a time. `wide` (a constant
- * where it is inlined) takes 8 rows a block where the vector registers hold them: 8 rows by
- * 32 columns fill 16 of AVX-512's 32, and twice AVX2's 16. For the small products of a
- * decoder this is up to twice the BLAS's speed, whose packing of both operands costs more
- * than their arithmetic. */
+ * linear layer's product with its weight kept transposed, by blocks of 2 vectors of columns,
+ * then 1, then the columns left one row at a time. `wide` (a constant where it is inlined) is
+ * the target's: 2, AVX-512's 16-float vectors in blocks of 8 rows (8 rows by 32 columns fill 16
+ * of its 32 registers); 1, AVX2's 8-float ones in blocks of 6 rows (12 of its 16); 0, 4-float
+ * ones in blocks of 6 rows. For the small products of a decoder this is up to twice the BLAS's
+ * speed, whose packing of both operands costs more than their arithmetic. */
 INLINE void
 linear_loop(const float *restrict xs, const float *restrict ws, const float *restrict bs, float *restrict ys,
             Py_ssize_t m, Py_ssize_t k, Py_ssize_t n, const int wide)
 {
     Py_ssize_t j0 = 0;
-    for (; j0 + 32 <= n; j0 += 32)
-        COLUMNS(2)
-    if (j0 + 16 <= n) {
-        COLUMNS(1)
-        j0 += 16;
+    if (wide == 2) {
+        for (; j0 + 32 <= n; j0 += 32)
+            COLUMNS(f32x16, 16, 2, 8)
+        if (j0 + 16 <= n) {
+            COLUMNS(f32x16, 16, 1, 8)
+            j0 += 16;
+        }
+    } else if (wide == 1) {
+        for (; j0 + 16 <= n; j0 += 16)
+            COLUMNS(f32x8, 8, 2, 6)
+        if (j0 + 8 <= n) {
+            COLUMNS(f32x8, 8, 1, 6)
+            j0 += 8;
+        }
+    } else {
+        for (; j0 + 8 <= n; j0 += 8)
+            COLUMNS(f32x4, 4, 2, 6)
+        if (j0 + 4 <= n) {
+            COLUMNS(f32x4, 4, 1, 6)
+            j0 += 4;
+        }
     }
     if (j0 < n)
         for (Py_ssize_t i = 0; i < m; i++)
@@ -670,8 +683,8 @@ LOOPS(_plain, )
 #define gelu_avx2_loop gelu_loop
 #define softmax_avx2_loop softmax_loop
 #define layer_norm_avx2_loop layer_norm_loop
-#define linear_avx2_loop(...) linear_loop(__VA_ARGS__, 0)
-#define matmul_avx2_loop(...) matmul_loop(__VA_ARGS__, 0)
+#define linear_avx2_loop(...) linear_loop(__VA_ARGS__, 1)
+#define matmul_avx2_loop(...) matmul_loop(__VA_ARGS__, 1)
 #define winograd_weight_avx2_loop winograd_weight_loop
 #define winograd_in_avx2_loop winograd_in_loop
 #define winograd_out_avx2_loop winograd_out_loop
@@ -682,8 +695,8 @@ LOOPS(_plain, )
 #define gelu_avx512_loop gelu_loop
 #define softmax_avx512_loop softmax_loop
 #define layer_norm_avx512_loop layer_norm_loop
-#define linear_avx512_loop(...) linear_loop(__VA_ARGS__, 1)
-#define matmul_avx512_loop(...) matmul_loop(__VA_ARGS__, 1)
+#define linear_avx512_loop(...) linear_loop(__VA_ARGS__, 2)
+#define matmul_avx512_loop(...) matmul_loop(__VA_ARGS__, 2)
 #define winograd_weight_avx512_loop winograd_weight_loop
 #define winograd_in_avx512_loop winograd_in_loop
 #define winograd_out_avx512_loop winograd_out_loop
@@ -2006,13 +2019,77 @@ spinning(PyObject *self, PyObject *unused)
     return PyLong_FromLongLong((long long)__atomic_load_n(&spinners, __ATOMIC_SEQ_CST));
 }
 
-/* Which loops run: "avx512", "avx2" or "plain" (chosen at load; the tests name it). */
-static const char *variant = "plain";
+/* The loops by target: "plain" (the baseline), "avx2", "avx512"; `best` the CPU runs, `chosen`
+ * the ones running (the best, chosen when the module loads; the tests choose each in turn). */
+static const char *const VARIANTS[] = {"plain", "avx2", "avx512"};
+static int best = 0, chosen = 0;
 
-static PyObject *
-loops(PyObject *self, PyObject *unused)
+static void
+use_loops(int level)
 {
-    return PyUnicode_FromString(variant);
+    chosen = level;
+#if WIDE_VARIANTS
+    if (level == 2) {
+        gelu_run = gelu_avx512, softmax_run = softmax_avx512, layer_norm_run = layer_norm_avx512;
+        linear_run = linear_avx512, matmul_run = matmul_avx512;
+        winograd_weight_run = winograd_weight_avx512, winograd_in_run = winograd_in_avx512;
+        winograd_out_run = winograd_out_avx512, max_pool_run = max_pool_avx512, conv_cols_run = conv_cols_avx512;
+        relu_run = relu_avx512, binary_run = binary_avx512;
+        return;
+    }
+    if (level == 1) {
+        gelu_run = gelu_avx2, softmax_run = softmax_avx2, layer_norm_run = layer_norm_avx2;
+        linear_run = linear_avx2, matmul_run = matmul_avx2;
+        winograd_weight_run = winograd_weight_avx2, winograd_in_run = winograd_in_avx2;
+        winograd_out_run = winograd_out_avx2, max_pool_run = max_pool_avx2, conv_cols_run = conv_cols_avx2;
+        relu_run = relu_avx2, binary_run = binary_avx2;
+        return;
+    }
+#endif
+    gelu_run = gelu_plain, softmax_run = softmax_plain, layer_norm_run = layer_norm_plain;
+    linear_run = linear_plain, matmul_run = matmul_plain;
+    winograd_weight_run = winograd_weight_plain, winograd_in_run = winograd_in_plain;
+    winograd_out_run = winograd_out_plain, max_pool_run = max_pool_plain, conv_cols_run = conv_cols_plain;
+    relu_run = relu_plain, binary_run = binary_plain;
+}
+
+/* loops([name]): the loops running ("avx512", "avx2" or "plain"); given a name, those run
+ * from now on (ValueError where the CPU has not got them) and the name of the ones before. */
+static PyObject *
+loops(PyObject *self, PyObject *args)
+{
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|s", &name))
+        return NULL;
+    const char *before = VARIANTS[chosen];
+    if (name != NULL) {
+        int level = -1;
+        for (int i = 0; i <= best; i++)
+            if (strcmp(name, VARIANTS[i]) == 0)
+                level = i;
+        if (level < 0) {
+            PyErr_Format(PyExc_ValueError, "this CPU runs the loops %s at most, not %s", VARIANTS[best], name);
+            return NULL;
+        }
+        use_loops(level);
+    }
+    return PyUnicode_FromString(before);
+}
+
+/* loop_sets(): the names of the loops this CPU runs, the baseline first. */
+static PyObject *
+loop_sets(PyObject *self, PyObject *unused)
+{
+    PyObject *names = PyTuple_New(best + 1);
+    for (int i = 0; names != NULL && i <= best; i++) {
+        PyObject *name = PyUnicode_FromString(VARIANTS[i]);
+        if (name == NULL) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    return names;
 }
 
 static PyMethodDef methods[] = {
@@ -2078,7 +2155,11 @@ static PyMethodDef methods[] = {
      "its transpose given n x k) plus bias into out (m x n), blocks of `block` columns taken from counter[0] until "
      "none is left (turned: w's rows times x's transpose, turned into out), shared with counter[1] spinning "
      "workers when given; the count this call ran."},
-    {"loops", loops, METH_NOARGS, "loops(): the instruction set the loops were chosen for."},
+    {"loops", loops, METH_VARARGS,
+     "loops([name]): the loops running (\"avx512\", \"avx2\" or \"plain\", the best the CPU runs when the module "
+     "loads); given a name, those run from now on (ValueError where the CPU has not got them), and the name of "
+     "the ones before is returned."},
+    {"loop_sets", loop_sets, METH_NOARGS, "loop_sets(): the names of the loops this CPU runs, the baseline first."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2095,22 +2176,9 @@ PyInit__fastkernels(void)
 #endif
 #if WIDE_VARIANTS
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        gelu_run = gelu_avx512, softmax_run = softmax_avx512, layer_norm_run = layer_norm_avx512;
-        linear_run = linear_avx512, matmul_run = matmul_avx512;
-        winograd_weight_run = winograd_weight_avx512, winograd_in_run = winograd_in_avx512;
-        winograd_out_run = winograd_out_avx512, max_pool_run = max_pool_avx512, conv_cols_run = conv_cols_avx512;
-        relu_run = relu_avx512, binary_run = binary_avx512;
-        variant = "avx512";
-    }
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        gelu_run = gelu_avx2, softmax_run = softmax_avx2, layer_norm_run = layer_norm_avx2;
-        linear_run = linear_avx2, matmul_run = matmul_avx2;
-        winograd_weight_run = winograd_weight_avx2, winograd_in_run = winograd_in_avx2;
-        winograd_out_run = winograd_out_avx2, max_pool_run = max_pool_avx2, conv_cols_run = conv_cols_avx2;
-        relu_run = relu_avx2, binary_run = binary_avx2;
-        variant = "avx2";
-    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        best = __builtin_cpu_supports("avx512f") ? 2 : 1;
 #endif
+    use_loops(best);
     return PyModule_Create(&module);
 }
