@@ -2024,33 +2024,29 @@ spinning(PyObject *self, PyObject *unused)
 static const char *const VARIANTS[] = {"plain", "avx2", "avx512"};
 static int best = 0, chosen = 0;
 
+/* Every loop's function pointer set to its variant of `suffix`. */
+#define USE_LOOPS(suffix) \
+    gelu_run = gelu##suffix, softmax_run = softmax##suffix, layer_norm_run = layer_norm##suffix; \
+    linear_run = linear##suffix, matmul_run = matmul##suffix; \
+    winograd_weight_run = winograd_weight##suffix, winograd_in_run = winograd_in##suffix; \
+    winograd_out_run = winograd_out##suffix, max_pool_run = max_pool##suffix, conv_cols_run = conv_cols##suffix; \
+    relu_run = relu##suffix, binary_run = binary##suffix
+
 static void
 use_loops(int level)
 {
     chosen = level;
 #if WIDE_VARIANTS
     if (level == 2) {
-        gelu_run = gelu_avx512, softmax_run = softmax_avx512, layer_norm_run = layer_norm_avx512;
-        linear_run = linear_avx512, matmul_run = matmul_avx512;
-        winograd_weight_run = winograd_weight_avx512, winograd_in_run = winograd_in_avx512;
-        winograd_out_run = winograd_out_avx512, max_pool_run = max_pool_avx512, conv_cols_run = conv_cols_avx512;
-        relu_run = relu_avx512, binary_run = binary_avx512;
+        USE_LOOPS(_avx512);
         return;
     }
     if (level == 1) {
-        gelu_run = gelu_avx2, softmax_run = softmax_avx2, layer_norm_run = layer_norm_avx2;
-        linear_run = linear_avx2, matmul_run = matmul_avx2;
-        winograd_weight_run = winograd_weight_avx2, winograd_in_run = winograd_in_avx2;
-        winograd_out_run = winograd_out_avx2, max_pool_run = max_pool_avx2, conv_cols_run = conv_cols_avx2;
-        relu_run = relu_avx2, binary_run = binary_avx2;
+        USE_LOOPS(_avx2);
         return;
     }
 #endif
-    gelu_run = gelu_plain, softmax_run = softmax_plain, layer_norm_run = layer_norm_plain;
-    linear_run = linear_plain, matmul_run = matmul_plain;
-    winograd_weight_run = winograd_weight_plain, winograd_in_run = winograd_in_plain;
-    winograd_out_run = winograd_out_plain, max_pool_run = max_pool_plain, conv_cols_run = conv_cols_plain;
-    relu_run = relu_plain, binary_run = binary_plain;
+    USE_LOOPS(_plain);
 }
 
 /* loops([name]): the loops running ("avx512", "avx2" or "plain"); given a name, those run
