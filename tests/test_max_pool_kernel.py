@@ -36,7 +36,7 @@ class Counting:
 
     def __getattr__(self, name):
         def call(*args):
-            if name != "spin":                  # (a worker waiting for its next part)
+            if name not in ("spin", "spinners", "join"):    # (the workers' waits for their next part)
                 self.calls.append(name)
             return getattr(_fastkernels, name)(*args)
         return call
@@ -74,14 +74,34 @@ def test_nan_and_infinities_and_windows_wholly_in_the_padding(monkeypatch):
 
 
 def test_two_threads_share_the_planes_and_give_the_same_bits(monkeypatch):
+    """Two threads: one C call, its parts of planes taken from a counter (parallel.claimed)."""
     from miltext.interpreter import parallel
     monkeypatch.setattr(parallel, "threads", lambda work, enough: 2)
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
+    shared, claimed = [], parallel.claimed
+    monkeypatch.setattr(parallel, "claimed", lambda run, pieces, macs: shared.append(pieces) or claimed(run, pieces, macs))
     x = RNG.standard_normal((1, 32, 40, 40)).astype(np.float32)
     attrs = dict(kernel_sizes="[3, 3]", strides="[2, 2]", pad_type='"custom"', pad="[1, 1, 1, 1]")
     want, got, calls = both(x, monkeypatch, **attrs)
-    assert calls == ["max_pool", "max_pool"]
+    assert calls == ["max_pool"] and shared == [2]
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_counter_hands_out_every_part_of_planes_once():
+    """With a counter, parts of 4 planes taken from counter[0]: a spent counter runs none, one
+    at part 2 only the last 2 planes, two threads sharing one each part once; the bits of the
+    call without a counter."""
+    from support.parts import takes_each_part_once
+    x = RNG.standard_normal((10, 9, 8)).astype(np.float32)
+    want = np.empty((10, 4, 4), np.float32)
+    assert _fastkernels.max_pool(x, want, 10, 9, 8, 3, 3, 2, 2, 1, 1, 4, 4) is None
+    whole, spent = np.full_like(want, np.nan), np.zeros(1, np.int64)
+    assert _fastkernels.max_pool(x, whole, 10, 9, 8, 3, 3, 2, 2, 1, 1, 4, 4, spent) == 3      # 4 + 4 + 2 planes
+    np.testing.assert_array_equal(whole, want)
+    takes_each_part_once(lambda c, y: _fastkernels.max_pool(x, y, 10, 9, 8, 3, 3, 2, 2, 1, 1, 4, 4, c), spent,
+                         whole, 3, 2, np.s_[8:])
+    with pytest.raises((TypeError, ValueError)):
+        _fastkernels.max_pool(x, whole, 10, 9, 8, 3, 3, 2, 2, 1, 1, 4, 4, np.zeros(1, np.float32))
 
 
 def test_fp16_and_other_ranks_keep_to_numpy(monkeypatch):

@@ -1086,34 +1086,6 @@ winograd_out(PyObject *self, PyObject *args)
     return result;
 }
 
-static PyObject *
-max_pool(PyObject *self, PyObject *args)
-{
-    PyObject *xo, *yo;
-    Py_ssize_t planes, h, w, kh, kw, sh, sw, top, left, ho, wo;
-    Py_buffer x, y;
-    if (!PyArg_ParseTuple(args, "OOnnnnnnnnnnn", &xo, &yo, &planes, &h, &w, &kh, &kw, &sh, &sw, &top, &left, &ho,
-                          &wo) || get_two(xo, yo, &x, &y) < 0)
-        return NULL;
-    float *line = NULL;
-    if (!holds(x.len, planes, h, w, 1) || !holds(y.len, planes, ho, wo, 1) || kh <= 0 || kw <= 0 || sh <= 0
-        || sw <= 0 || top < 0 || left < 0 || kh > FAR || kw > FAR || sh > FAR / ho || sw > FAR / wo || top > FAR
-        || left > FAR)
-        PyErr_SetString(PyExc_ValueError, "x must be planes of h x w, y planes of ho x wo; kernel and strides positive");
-    else if ((line = PyMem_RawMalloc((size_t)w * 2 * sizeof(float))) == NULL)
-        PyErr_NoMemory();
-    else {
-        Py_BEGIN_ALLOW_THREADS
-        max_pool_run((const float *)x.buf, (float *)y.buf, planes, h, w, kh, kw, sh, sw, top, left, ho, wo, line);
-        Py_END_ALLOW_THREADS
-        PyMem_RawFree(line);
-        return released(&x, &y);
-    }
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&y);
-    return NULL;
-}
-
 /* spin(signal, seen, seconds[, done]): waits, without the GIL and without sleeping, until
  * signal[0] (an int64 buffer another thread writes) is no longer `seen` or `seconds` (at most
  * 1) pass; whether it changed. A worker thread that sleeps between the pieces it is handed
@@ -1949,6 +1921,77 @@ rows_shared(const rows_call *call, PyObject *counter_object)
     return ran;
 }
 
+/* max_pool's parts: POOL_PART planes each (a ResNet's stem pool: 16 parts of ~30 us). */
+#define POOL_PART 4
+
+typedef struct {
+    job base;
+    const float *x;
+    float *y;
+    Py_ssize_t planes, h, w, kh, kw, sh, sw, top, left, ho, wo;
+    int64_t *counter;
+} pool_job;
+
+static Py_ssize_t
+pool_parts(job *base, float *line)
+{
+    const pool_job *j = (const pool_job *)base;
+    Py_ssize_t parts = (j->planes + POOL_PART - 1) / POOL_PART, ran = 0, part;
+    while ((part = next_part(j->counter, parts)) >= 0) {
+        Py_ssize_t first = part * POOL_PART, count = j->planes - first < POOL_PART ? j->planes - first : POOL_PART;
+        max_pool_run(j->x + (size_t)first * j->h * j->w, j->y + (size_t)first * j->ho * j->wo, count, j->h, j->w,
+                     j->kh, j->kw, j->sh, j->sw, j->top, j->left, j->ho, j->wo, line);
+        ran++;
+    }
+    return ran;
+}
+
+/* max_pool(x, y, planes, h, w, kh, kw, sh, sw, top, left, ho, wo[, counter]): see the methods
+ * table. With a counter, in parts of planes taken from counter[0], shared with counter[1]
+ * spinning workers when the counter has it: the count this thread ran. */
+static PyObject *
+max_pool(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *yo, *co = Py_None;
+    Py_ssize_t planes, h, w, kh, kw, sh, sw, top, left, ho, wo;
+    Py_buffer x, y, counter;
+    if (!PyArg_ParseTuple(args, "OOnnnnnnnnnnn|O", &xo, &yo, &planes, &h, &w, &kh, &kw, &sh, &sw, &top, &left, &ho,
+                          &wo, &co) || get_two(xo, yo, &x, &y) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (!holds(x.len, planes, h, w, 1) || !holds(y.len, planes, ho, wo, 1) || kh <= 0 || kw <= 0 || sh <= 0
+        || sw <= 0 || top < 0 || left < 0 || kh > FAR || kw > FAR || sh > FAR / ho || sw > FAR / wo || top > FAR
+        || left > FAR) {
+        PyErr_SetString(PyExc_ValueError, "x must be planes of h x w, y planes of ho x wo; kernel and strides positive");
+        goto done;
+    }
+    if (co != Py_None) {
+        if (get_i64(co, &counter, 1, "counter") < 0)
+            goto done;
+        pool_job j = {{pool_parts, (size_t)w * 2, 0, 0, 0}, x.buf, y.buf, planes, h, w, kh, kw, sh, sw, top, left,
+                      ho, wo, counter.buf};
+        Py_ssize_t ran = run_call(&j.base, &counter);
+        PyBuffer_Release(&counter);
+        result = ran < 0 ? NULL : PyLong_FromSsize_t(ran);
+        goto done;
+    }
+    float *line = PyMem_RawMalloc((size_t)w * 2 * sizeof(float));
+    if (line == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    max_pool_run((const float *)x.buf, (float *)y.buf, planes, h, w, kh, kw, sh, sw, top, left, ho, wo, line);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(line);
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&y);
+    return result;
+}
+
 static PyObject *
 spin(PyObject *self, PyObject *args)
 {
@@ -2114,8 +2157,9 @@ static PyMethodDef methods[] = {
      "winograd_out(m, bias, y, k, ho, wo, row0, rows, tw): A' m A plus bias of the tiles in m (16 x k x rows "
      "x tw) into output rows 2 row0 .. of y (k x ho x wo)."},
     {"max_pool", max_pool, METH_VARARGS,
-     "max_pool(x, y, planes, h, w, kh, kw, sh, sw, top, left, ho, wo): the max of each window of x (planes of h x w "
-     "under top and left padding) into y (planes of ho x wo)."},
+     "max_pool(x, y, planes, h, w, kh, kw, sh, sw, top, left, ho, wo[, counter]): the max of each window of x "
+     "(planes of h x w under top and left padding) into y (planes of ho x wo). With a counter (int64), in parts of "
+     "planes taken from counter[0], shared with counter[1] spinning workers when given: the count this call ran."},
     {"spin", spin, METH_VARARGS,
      "spin(signal, seen, seconds[, done[, joins]]): done[0] set to 1 (int64; None: not given) once the GIL is let "
      "go, then waits without sleeping until signal[0] (int64) is not seen, or the time passes; whether it changed. "

@@ -1,6 +1,8 @@
 """Pooling over windows of the spatial dims (the same strided view as conv)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .. import parallel
@@ -108,19 +110,18 @@ def max_pool(a):
 
 def _native_max_pool(native, x, kernel_shape, strides, spatial, sizes, share: int):
     """max_pool of a C-contiguous fp32 x over its last two dims by the C kernel (the padding
-    read in place, as never winning), its planes shared among the run's threads."""
+    read in place, as never winning), its planes shared among the run's threads: parts of a
+    few planes taken from a counter (on two threads a ResNet-18's stem pool took longer in
+    halves, handed to a worker as a task, than on one)."""
     h, w = x.shape[-2:]
     planes = x.reshape(-1, h, w)
     y = np.empty((len(planes), *sizes), np.float32)
     (top, _), (left, _) = spatial
-
-    def run(start: int, stop: int) -> None:
-        native.max_pool(planes[start:stop], y[start:stop], stop - start, h, w, *kernel_shape, *strides, top, left,
-                        *sizes)
+    run = partial(native.max_pool, planes, y, len(planes), h, w, *kernel_shape, *strides, top, left, *sizes)
     if share > 1:
-        parallel.split(len(planes), run, share)
+        parallel.claimed(run, share, 0)
     else:
-        run(0, len(planes))
+        run()
     return y.reshape(x.shape[:-2] + tuple(sizes))
 
 
