@@ -85,15 +85,16 @@ class _Threads:
 class _Run:
     """One run's context: one BLAS thread throughout, and in `_thread.full` the threads lent
     to the pool (0 when the machine is busy or the BLAS has one thread anyway)."""
-    __slots__ = ("setter", "busy", "before", "outer")
+    __slots__ = ("setter", "before", "outer")
 
-    def __init__(self, setter, busy: bool):
-        self.setter, self.busy, self.before, self.outer = setter, busy, 0, None
+    def __init__(self, setter):
+        self.setter, self.before, self.outer = setter, 0, None
 
     def __enter__(self):
         self.before = self.setter(1)
         self.outer = getattr(_thread, "full", None)
-        _thread.full = 0 if self.busy or self.before <= 1 else self.before
+        # the load asked only when there are threads to lend (5 us of a small model's run)
+        _thread.full = 0 if self.before <= 1 or busy() else self.before
         return self
 
     def __exit__(self, *exc):
@@ -146,7 +147,7 @@ _own_load = _OwnLoad()
 def for_run():
     """A context for one run: one BLAS thread, the others lent to the pool unless the machine is busy."""
     setter = _local_setter()
-    return _NULL if setter is None else _Run(setter, busy())
+    return _NULL if setter is None else _Run(setter)
 
 
 def lent() -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import cache
 from time import monotonic
 
 import numpy as np
@@ -361,8 +362,14 @@ def _numpy_dtype(t):
         t = t.wrapped
     if not isinstance(t, TensorType):
         return None
+    return _numpy_of(t.dtype)
+
+
+@cache
+def _numpy_of(name):
+    """The NumPy dtype of MIL dtype `name` (None: none), worked out once (a run asks for each input)."""
     try:
-        return np.dtype(dtypes.by_name(t.dtype).numpy)
+        return np.dtype(dtypes.by_name(name).numpy)
     except (KeyError, TypeError):
         return None
 

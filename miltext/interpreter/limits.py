@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from functools import cache
 
 import numpy as np
 
@@ -16,8 +17,10 @@ MEMORY_CEILING = 16 << 30        # the default never asks for more than this, wh
 BIG = 1 << 20                    # from this size on, the values the run holds are counted too
 
 
+@cache
 def default_max_memory() -> int:
-    """Half of this machine's RAM, at most 16 GiB (16 GiB when the RAM is not known)."""
+    """Half of this machine's RAM, at most 16 GiB (16 GiB when the RAM is not known); asked
+    once a process (each run makes its Limits)."""
     try:
         ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
