@@ -21,6 +21,9 @@ X = RNG.standard_normal((1, 64, 66, 66)).astype(np.float32)
 W = (RNG.standard_normal((128, 64, 3, 3)) / 24).astype(np.float32)
 GEOMETRY = np.array([3, 3, 1, 1, 1, 1, 0, 0], np.int64)
 BANDS = 64
+# A thread's turn on a core is not promised: a loaded machine may keep the worker off it for the
+# whole call (a few milliseconds), so a test that needs the worker to take a part gives it tries.
+TRIES = 20
 
 
 def bands(counter) -> tuple:
@@ -61,13 +64,18 @@ def test_a_spinning_worker_joins_a_posted_call(multiplies):
     thread, signal = spinning_worker()
     try:
         assert _fastkernels.spinners() == 1
-        ran, joined = bands(np.array([0, 1, 0, 0], np.int64))   # one worker asked to join
+        runs = []
+        for _ in range(TRIES):
+            ran, joined = bands(np.array([0, 1, 0, 0], np.int64))  # one worker asked to join
+            runs.append(ran)
+            np.testing.assert_array_equal(joined, whole)
+            if ran < BANDS:
+                break
     finally:
         signal[0] = 1
         thread.join()
     assert _fastkernels.spinners() == 0
-    assert 0 < ran < BANDS              # the worker took the others (each runs for ~0.1 ms or more)
-    np.testing.assert_array_equal(joined, whole)
+    assert 0 < min(runs) < BANDS, runs  # the worker took the others (each runs for ~0.1 ms or more)
 
 
 def test_blocks_shared_with_a_worker_lay_out_each_band_once(multiplies):
@@ -131,19 +139,25 @@ def test_a_worker_asleep_is_woken_to_join(multiplies, monkeypatch):
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
     _, whole = bands(np.zeros(1, np.int64))
     parallel._POOL.start(1)
-    deadline = time.monotonic() + 10
-    while _fastkernels.spinners():          # a worker sleeps 2 ms after its last piece
-        assert time.monotonic() < deadline, "the worker never went to sleep"
-        time.sleep(0.005)
     handed = []
     hand = parallel._POOL.hand
     monkeypatch.setattr(parallel._POOL, "hand", lambda tasks: handed.append(len(tasks)) or hand(tasks))
-    got = []
-    parallel.claimed(lambda counter: got.append(bands(counter)), 2, 1 << 30)
-    assert handed == [1]
-    ran, y = got[0]
-    assert 0 < ran < BANDS
-    np.testing.assert_array_equal(y, whole)
+    runs, got = [], []
+    for _ in range(TRIES):
+        deadline = time.monotonic() + 10
+        while _fastkernels.spinners():      # a worker sleeps 2 ms after its last piece
+            assert time.monotonic() < deadline, "the worker never went to sleep"
+            time.sleep(0.005)
+        handed.clear()
+        got.clear()
+        parallel.claimed(lambda counter: got.append(bands(counter)), 2, 1 << 30)
+        assert handed == [1]            # asleep, the worker is handed a task
+        ran, y = got[0]
+        runs.append(ran)
+        np.testing.assert_array_equal(y, whole)
+        if ran < BANDS:
+            break
+    assert 0 < min(runs) < BANDS, runs  # and the task joined the call
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
