@@ -7,7 +7,7 @@ process's peak memory (VmHWM) beside the model's weights and largest activation.
 torch, onnx, onnxruntime and coremltools come from a venv of the benchmark's own,
 bench/.venv-peers (made here on first use; never the test run's); miltext runs in .venv.
 
-    .venv/bin/python bench/interpreter.py [--rounds 10] [--repeat 1] [--threads 1 2] [--models decoder]
+    .venv/bin/python bench/interpreter.py [--rounds 10] [--seconds 1] [--repeat 1] [--threads 1 2] [--models decoder]
 """
 from __future__ import annotations
 
@@ -60,7 +60,11 @@ def reset_peak() -> int:
     return peak_bytes("VmRSS")
 
 
-def worker(engine: str, model: str, threads: int, rounds: int, warmup: int) -> dict:
+# The most timed runs a process makes, whatever --seconds asks (a decoder's run is ~0.3 ms).
+MOST_ROUNDS = 20_000
+
+
+def worker(engine: str, model: str, threads: int, rounds: int, warmup: int, seconds: float) -> dict:
     import time
 
     import numpy as np
@@ -104,7 +108,9 @@ def worker(engine: str, model: str, threads: int, rounds: int, warmup: int) -> d
         got = step()
     info["run_peak"] = peak_bytes() - held
     times, cpu = [], []
-    for _ in range(rounds):
+    # at least `rounds` runs, and on until they took `seconds`: a small model's median is then
+    # of thousands of runs, not of a few milliseconds a passing load can fill
+    while len(times) < rounds or (sum(times) < seconds and len(times) < MOST_ROUNDS):
         start, start_cpu = time.perf_counter(), time.process_time()
         got = step()
         times.append(time.perf_counter() - start)
@@ -158,28 +164,38 @@ def activation_sizes(model: str) -> tuple[int, int]:
 
 
 # ---- the driver --------------------------------------------------------------------------
-def measure(engine: str, model: str, threads: int, rounds: int, warmup: int) -> dict:
+def measure(engine: str, model: str, threads: int, rounds: int, warmup: int, seconds: float) -> dict:
     python = sys.executable if engine == "miltext" else PEER_PYTHON
     out = subprocess.run([python, os.path.abspath(__file__), "--worker", engine, model, str(threads),
-                          str(rounds), str(warmup)], env=thread_env(threads), capture_output=True, text=True)
+                          str(rounds), str(warmup), str(seconds)], env=thread_env(threads), capture_output=True,
+                         text=True)
     if out.returncode:
         raise SystemExit(f"{engine} on {model} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def spread(each: dict, peer: str) -> str:
+    """The lowest and highest ratio of miltext's median to `peer`'s over the repeats, each
+    repeat's processes taken together (a ratio of medians across the turns hides the drift)."""
+    ratios = [m / p for m, p in zip(each["miltext"], each[peer])]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=10, help="timed runs per process")
     ap.add_argument("--repeat", type=int, default=1, help="processes per engine, taking turns")
+    ap.add_argument("--seconds", type=float, default=1.0,
+                    help="and on until the timed runs took this long (at most %d runs)" % MOST_ROUNDS)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     ap.add_argument("--sizes", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        engine, model, threads, rounds, warmup = args.worker
-        print(json.dumps(worker(engine, model, int(threads), int(rounds), int(warmup))))
+        engine, model, threads, rounds, warmup, seconds = args.worker
+        print(json.dumps(worker(engine, model, int(threads), int(rounds), int(warmup), float(seconds))))
         return
     if args.sizes:
         print(json.dumps(activation_sizes(args.sizes)))
@@ -189,17 +205,19 @@ def main() -> None:
                    env=thread_env(2), capture_output=True)
     print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}"
-          f"{'one-shot ms':>12}{'peak MB m/o/t':>18}{'run peak':>9}{'w+2a MB':>9}{'max err':>9}")
+          f"{'one-shot ms':>12}{'peak MB m/o/t':>18}{'run peak':>9}{'w+2a MB':>9}{'max err':>9}"
+          f"{'/ort each':>12}{'/torch each':>12}")
     cpu_rows = []
     for model in args.models:
         sizes = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--sizes", model],
                                           capture_output=True, text=True, check=True, env=thread_env(1)).stdout)
         weights, largest = sizes
         for threads in args.threads:
-            got = {}
+            got, each = {}, {e: [] for e in ENGINES}
             for _ in range(args.repeat):       # the engines' processes take turns: the load drifts
                 for e in ENGINES:
-                    r = measure(e, model, threads, args.rounds, args.warmup)
+                    r = measure(e, model, threads, args.rounds, args.warmup, args.seconds)
+                    each[e].append(statistics.median(r["times"]))
                     if e in got:
                         r["times"] += got[e]["times"]
                         r["cpu"] += got[e]["cpu"]
@@ -217,7 +235,8 @@ def main() -> None:
                   f"{med['miltext'] / med['onnxruntime']:>6.2f}x{med['miltext'] / med['torch']:>6.2f}x"
                   f"{got['miltext']['one_shot'] * 1e3:>12.1f}{peaks:>18}{got['miltext']['run_peak'] / 1e6:>9.1f}"
                   f"{(weights + 2 * largest) / 1e6:>9.1f}"
-                  f"{got['miltext']['error']:>9.1e}", flush=True)
+                  f"{got['miltext']['error']:>9.1e}{spread(each, 'onnxruntime'):>12}{spread(each, 'torch'):>12}",
+                  flush=True)
         print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(got['miltext'].get('blas', []))}, "
               f"onnxruntime/torch: {'; '.join(got['torch'].get('blas', []))}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -226,7 +245,8 @@ def main() -> None:
     print("\n".join(cpu_rows))
     print("peak MB: each process's high-water mark less its own before loading the model (m/o/t: miltext, "
           "onnxruntime, torch); run peak: miltext's high-water mark over its runs less what it held before "
-          "them (the weights it maps in count); w+2a: the model's weights + twice its largest activation")
+          "them (the weights it maps in count); w+2a: the model's weights + twice its largest activation; "
+          "/ort each, /torch each: the lowest and highest ratio of one repeat's processes (how far the load moved it)")
 
 
 if __name__ == "__main__":
