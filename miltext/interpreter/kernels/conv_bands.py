@@ -95,10 +95,10 @@ _BLOCK_MIN = 64     # and the fewest it holds: narrower, the BLAS's packing outw
 
 def _block(bands: int, o: int, share: int) -> int | None:
     """Output channels a part holds: all of them on one thread or where the bands are parts
-    enough for the threads (parallel.claims), else blocks of them, as many as claims asks
-    where they stay _BLOCK_MIN wide, one a thread at least; None where there are too few."""
+    enough for the threads (parallel.claims), else blocks of them, a part for each thread
+    (parallel.BLOCK_CLAIMS) where they stay _BLOCK_MIN wide; None where there are too few."""
     if share == 1 or parallel.claims(bands, share):
         return o
-    blocks = -(-parallel._CLAIMS * share // bands)
+    blocks = -(-parallel.BLOCK_CLAIMS * share // bands)
     block = max(_BLOCK_MIN, -(-o // blocks // _BLOCK) * _BLOCK)
     return block if bands * -(-o // block) >= share else None

@@ -129,9 +129,9 @@ def _numpy_bands(native, x, u, bias, layer: tuple, band: int, shared: tuple):
 
 
 def _outputs_block(k: int, share: int) -> int:
-    """Output channels a part of winograd_outputs holds: parallel.claims' parts for each
-    thread, in multiples of 16."""
-    return max(16, -(-k // (parallel._CLAIMS * share) // 16) * 16)
+    """Output channels a part of winograd_outputs holds: parallel.BLOCK_CLAIMS parts for each
+    thread (every part multiplies all the transformed windows), in multiples of 16."""
+    return max(16, -(-k // (parallel.BLOCK_CLAIMS * share) // 16) * 16)
 
 
 def _channels_shared(native, x, weight, bias, layer: tuple, share: int):
