@@ -444,9 +444,9 @@ def test_the_caller_waits_awake_for_a_workers_part(monkeypatch):
     parallel.split(2, part, 2)
     waited = time.thread_time() - before
     assert sorted(ran) == [0, 1]
-    # a quarter of the 200 ms at least: a loaded machine may give the spinning caller a share of
-    # a core, a sleeping one uses none of it
-    assert waited >= 0.05, f"the caller used {waited * 1e3:.1f} ms of CPU while its worker's part ran: it slept"
+    # a tenth of the 200 ms at least: a loaded machine may give the spinning caller a small share
+    # of a core (a quarter, with a CI run beside it), a sleeping one uses none of it
+    assert waited >= 0.02, f"the caller used {waited * 1e3:.1f} ms of CPU while its worker's part ran: it slept"
 
 
 # ResNet-18's first layers at full size: a stem, a pool, a residual block, a stride-2 conv

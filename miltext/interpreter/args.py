@@ -46,7 +46,7 @@ class Literal:
 
 
 class Args:
-    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay", "relu")
+    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay", "relu", "plan")
 
     def __init__(self, evaluator, op, env: dict, opset: str, bindings: dict, last=frozenset()):
         """`bindings`: the op's inputs and attributes by name, each a list of var names and
@@ -57,6 +57,7 @@ class Args:
         self.passes = None
         self.replay = None       # (compute, keys) the kernel offered this run (replays.py)
         self.relu = False        # the kernel makes its output's negatives 0 (fusion.py)
+        self.plan = None         # (key, what the kernel worked out for it): see planned
 
     def replayable(self, compute, *keys):
         """Offers `compute(*inputs keys)` as what this op computes on later runs whose inputs
@@ -64,6 +65,20 @@ class Args:
         now (replays.py says when it is taken); gives `compute`."""
         self.replay = (compute, keys)
         return compute
+
+    def planned(self, key: tuple, make, reads: tuple):
+        """make(), the kernel's choices for inputs and settings `key` sums up, kept with the
+        step while its next runs give the same key: worked out once, not at every run (a
+        conv's pads, path and geometry took ~20 us of Python a run). Kept only where the
+        inputs `reads` names, which make() reads besides, are the op's literals (a var could
+        differ next run)."""
+        plan = self.plan
+        if plan is not None and plan[0] == key:
+            return plan[1]
+        made = make()
+        if all(_fixed(self.bindings.get(name)) for name in reads):
+            self.plan = (key, made)
+        return made
 
     def spare(self, key: str, value, shape, dtype):
         """`value`, the kernel's array of input `key`, when the kernel may write its result of
@@ -206,6 +221,12 @@ class Args:
             return self.evaluator.block(inner, scope, self.opset)
         finally:
             observed.path.pop()
+
+
+def _fixed(found) -> bool:
+    """Whether an input's bindings give the same value at every run: none (its default), or
+    one literal."""
+    return found is None or (len(found) == 1 and type(found[0]) is Literal)
 
 
 def _scalar(key: str, v):

@@ -35,6 +35,13 @@ def threads(work: int, enough: int) -> int:
     return 1 if lent <= 1 else min(lent, _CORES, work // enough)
 
 
+def sharing() -> tuple:
+    """What the kernels' shares of work follow from besides their sizes: the threads the run
+    lends, the cores, and the part sizes below (a kernel's choices kept for it hold while
+    this is as it was)."""
+    return blas_threads.lent(), _CORES, COLUMNS, BLOCK_CLAIMS, _CLAIMS
+
+
 def split(count: int, work, pieces: int) -> None:
     """work(start, stop) over `pieces` contiguous parts of range(count), at once; returns when
     every part is done, raising the first part's error."""

@@ -158,27 +158,29 @@ def conv_quantized(a):
     return _conv(a, q * per_channel(a("quant_scale")) + per_channel(a("quant_bias")))
 
 
+# The settings a conv's path follows from besides its input's and weight's shapes.
+_SETTINGS = ("strides", "dilations", "groups", "pad_type", "pad")
+
+
 def _conv(a, weight):
     x = np.asarray(a("x"))
     xf = wide(x)              # computed in fp32 at least
     n = x.ndim - 2
     kernel_shape = weight.shape[2:]
-    strides = a.ints("strides", None) or [1] * n
-    dilations = a.ints("dilations", None) or [1] * n
-    groups = a.scalar("groups", 1)
-    around = pads(a, x.shape[2:], kernel_shape, strides, dilations)
     bias = a("bias", None)
     bias = None if bias is None else wide(bias)
     native = usable(a, xf)
+    key = (xf.shape, xf.dtype, weight.shape, weight.dtype, native is not None, parallel.sharing())
+    strides, dilations, groups, around, path = a.planned(key, lambda: _path(a, native, xf, weight), _SETTINGS)
     # a relu folded in (fusion.py): the C kernels apply it to each part in fp32; else (fp16 after
     # the cast, as the relu op would) to the whole output
     in_parts = a.relu and x.dtype == np.float32
-    if winograd.takes(native, xf, weight, strides, dilations, groups, around):
+    if path == "winograd":
         a.allow((x.shape[0], weight.shape[0]) + tuple(n + b + e - 2 for n, (b, e) in zip(x.shape[2:], around)), 4,
                 "the output")
         y = winograd.correlate(a, native, xf, weight, around, bias, in_parts)
-    elif (planned := conv_bands.plan(native, xf, weight, strides, dilations, groups, around)) is not None:
-        y = conv_bands.correlate(a, native, xf, weight, strides, dilations, around, planned, bias, in_parts)
+    elif path is not None:
+        y = conv_bands.correlate(a, native, xf, weight, strides, dilations, around, path, bias, in_parts)
     else:
         a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
         inside = padded(xf, around) if any(b or e for b, e in around) else xf
@@ -187,6 +189,20 @@ def _conv(a, weight):
         in_parts = False
     y = y.astype(x.dtype, copy=False)
     return fusion.relu(y) if a.relu and not in_parts else y
+
+
+def _path(a, native, x, weight) -> tuple:
+    """A conv's settings (strides, dilations, groups, the padding around each spatial dim) and
+    its path: "winograd", conv_bands' plan, or None for NumPy's correlate."""
+    n = x.ndim - 2
+    kernel_shape = weight.shape[2:]
+    strides = a.ints("strides", None) or [1] * n
+    dilations = a.ints("dilations", None) or [1] * n
+    groups = a.scalar("groups", 1)
+    around = pads(a, x.shape[2:], kernel_shape, strides, dilations)
+    if winograd.takes(native, x, weight, strides, dilations, groups, around):
+        return strides, dilations, groups, around, "winograd"
+    return strides, dilations, groups, around, conv_bands.plan(native, x, weight, strides, dilations, groups, around)
 
 
 @kernel("conv_transpose")
