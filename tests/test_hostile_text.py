@@ -4,6 +4,7 @@ import errno
 import os
 import tempfile
 
+import numpy as np
 import pytest
 
 import miltext
@@ -132,3 +133,21 @@ def test_a_dtype_coremltools_lacks_is_said_where_its_inference_is_asked(tmp_path
     assert main(["infer", str(path)]) == 1
     err = capsys.readouterr().err
     assert "m.mil:3:5: error: cannot infer the output types of batch_to_space: coremltools has no bf16 type" in err
+
+
+@pytest.mark.parametrize("outputs", ["%y", "%y, %w"])       # the const folded into conv, or a step of its own
+def test_a_const_whose_value_does_not_fit_its_type_is_said_at_the_const_when_run(outputs, tmp_path, capsys):
+    """A const's value of another shape than its output declares: `run` says what `check`
+    says of it, at the const (it ran on, and conv failed with "tuple index out of range")."""
+    path = tmp_path / "m.mil"
+    path.write_text("main[CoreML7](%x: (1, 4, 8, 8, fp32)) {\n  block0() {\n"
+                    '    %w: (4, 4, 3, 3, fp32) = const(val=fp32(0.01), name="w0")\n'
+                    '    %y = conv(x=%x, weight=%w, name="c")\n'
+                    f"  }} -> ({outputs})\n}}\n")
+    said = "the value is (fp32), but %w is declared (4, 4, 3, 3, fp32)"
+    assert main(["check", str(path)]) == 1
+    assert said in capsys.readouterr().out
+    np.save(tmp_path / "x.npy", np.zeros((1, 4, 8, 8), np.float32))
+    assert main(["run", str(path), "-i", f"x={tmp_path / 'x.npy'}"]) == 1
+    err = capsys.readouterr().err
+    assert f"m.mil:3:5: error: const: {said}" in err and "internal error" not in err and "index" not in err

@@ -7,6 +7,9 @@ import sys
 import numpy as np
 
 from .. import dtypes, ops as op_table
+from ..checker.compat import describe
+from ..ir import StateType, TensorType
+from ..text import lexemes
 from .errors import RunError
 from .limits import BIG, held
 
@@ -36,6 +39,10 @@ class Literal:
                 raise
             raise RunError(f"const: {e.message}", self.const.loc) from None
         if isinstance(value, np.ndarray):
+            if self.const is not None:
+                misfit = const_misfit(self.const, self.value, value)
+                if misfit is not None:
+                    raise RunError(f"const: {misfit}", self.const.loc)
             if self.dtype is not None and value.dtype != self.dtype:
                 with np.errstate(all="ignore"):
                     value = value.astype(self.dtype)
@@ -221,6 +228,20 @@ class Args:
             return self.evaluator.block(inner, scope, self.opset)
         finally:
             observed.path.pop()
+
+
+def const_misfit(op, literal, array) -> str | None:
+    """What is wrong when a const's value (`literal`, decoded as `array`) has another rank, or
+    another size along a dim its output's type fixes (what `check` says of it); None when it
+    fits. Run on, such a value would reach its readers in a shape they were not typed for."""
+    declared = op.outputs[0].type if len(op.outputs) == 1 else None
+    if isinstance(declared, StateType):
+        declared = declared.wrapped
+    if not isinstance(declared, TensorType) or declared.proto_rank < 0:
+        return None
+    if array.ndim == len(declared.shape) and all(type(d) is not int or d == n for d, n in zip(declared.shape, array.shape)):
+        return None
+    return f"the value is {describe(literal.type)}, but {lexemes.var(op.outputs[0].name)} is declared {describe(declared)}"
 
 
 def _fixed(found) -> bool:

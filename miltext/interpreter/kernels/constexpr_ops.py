@@ -4,13 +4,20 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes
+from ..args import Literal, const_misfit
 from ..errors import RunError
 from ..registry import kernel
 
 
 @kernel("const")
 def const(a):
-    return a("val")
+    value = a("val")
+    literal = a.bindings.get("val", [None])[0]
+    if isinstance(value, np.ndarray) and isinstance(literal, Literal):
+        misfit = const_misfit(a.op, literal.value, value)
+        if misfit is not None:
+            raise RunError(misfit)
+    return value
 
 
 def _blockwise(values, shape):
