@@ -76,7 +76,7 @@ class Args:
     def planned(self, key: tuple, make, reads: tuple):
         """make(), the kernel's choices for inputs and settings `key` sums up, kept with the
         step while its next runs give the same key: worked out once, not at every run (a
-        conv's pads, path and geometry took ~20 us of Python a run). Kept only where the
+        conv's settings, padding and path: ~25 us of Python a conv). Kept only where the
         inputs `reads` names, which make() reads besides, are the op's literals (a var could
         differ next run)."""
         plan = self.plan
