@@ -128,7 +128,7 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     w = RNG.standard_normal((5, 3, 3, 3)).astype(np.float32)
     b = RNG.standard_normal(5).astype(np.float32)
     geometry = np.array([3, 3, 2, 2, 1, 1, 1, 1], np.int64)         # 3x3, stride 2, one row and column of zeros
-    # 7 x 6 outputs an image: 4 bands of 2 rows (the last of 1), 8 in all
+    # 7 x 6 outputs an image: 4 bands of at most 2 rows, even (rows 0, 1-2, 3-4, 5-6), 8 in all
 
     def bands(counter, y):
         return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 2, 3, 13, 11, 5, 7, 6, 2, 5, False)
@@ -136,7 +136,7 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     assert bands(counter, y) == 8
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1)), (2, 2), (1, 1))[:, :, :7, :6],
                                rtol=1e-5, atol=1e-5)
-    takes_each_part_once(bands, counter, y, 8, 6, np.s_[1, :, 4:])      # from 6: image 1's last 2 bands
+    takes_each_part_once(bands, counter, y, 8, 6, np.s_[1, :, 3:])      # from 6: image 1's last 2 bands
 
 
 def test_random_geometries_hold_to_the_definition():
@@ -174,22 +174,24 @@ def test_random_geometries_hold_to_the_definition():
 
 def test_blocks_of_a_bands_output_channels_are_taken_from_the_counter_too():
     """With blocks of 2 of 5 output channels, each band is 3 parts (the last of 1 channel), in
-    order: from 7, the last 2 parts run (band 2's last 2 blocks: channels 2-4 of its rows), the
-    windows laid out for them alone; two threads run each part once, to the same bits."""
+    order: from 7, the last 2 parts run (band 2's last 2 blocks: channels 2-4 of its rows 4-6),
+    the windows laid out for them alone (one product of 3 channels, where from 0 the band's 5
+    were one: the BLAS may round its last bit otherwise); two threads run each part once, to
+    the same bits."""
     if not fast_kernels.multiplies(_fastkernels):
         pytest.skip("NumPy's BLAS is not its bundled OpenBLAS: the C kernels cannot multiply")
     x = RNG.standard_normal((1, 3, 7, 7)).astype(np.float32)
     w = RNG.standard_normal((5, 3, 3, 3)).astype(np.float32)
     b = RNG.standard_normal(5).astype(np.float32)
     geometry = np.array([3, 3, 1, 1, 1, 1, 1, 1], np.int64)         # 3x3, stride 1, "same"
-    # 7 x 7 outputs: 3 bands of 3 rows (the last of 1), 3 blocks each, 9 parts
+    # 7 x 7 outputs: 3 bands of at most 3 rows, even (rows 0-1, 2-3, 4-6), 3 blocks each, 9 parts
 
     def parts(counter, y):
         return _fastkernels.conv_bands(x, w, b, y, counter, geometry, 1, 3, 7, 7, 5, 7, 7, 3, 2, False)
     counter, y = np.zeros(1, np.int64), np.full((1, 5, 7, 7), np.nan, np.float32)
     assert parts(counter, y) == 9
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
-    takes_each_part_once(parts, counter, y, 9, 7, np.s_[0, 2:, 6:])
+    takes_each_part_once(parts, counter, y, 9, 7, np.s_[0, 2:, 4:], same_bits=False)
 
 
 def test_a_layer_of_few_rows_shares_blocks_of_its_output_channels_on_two_threads(counted, monkeypatch):

@@ -181,15 +181,16 @@ def test_bands_are_taken_from_a_shared_counter_until_none_is_left():
     b = RNG.standard_normal(7).astype(np.float32)
     u = np.empty((16, 7, 5), np.float32)
     _fastkernels.winograd_weight(w, u)
-    # 13 x 11 outputs under one row and column of zeros each side: 7 tile rows, 4 bands of 2 an image
+    # 13 x 11 outputs under one row and column of zeros each side: 7 tile rows, 4 bands of at most 2
+    # an image, even (tile rows 0, 1-2, 3-4, 5-6)
 
     def bands(counter, y):
         return _fastkernels.winograd_bands(x, u, b, y, counter, 2, 5, 13, 11, 7, 13, 11, 1, 1, 2, False)
     counter, y = np.zeros(1, np.int64), np.full((2, 7, 13, 11), np.nan, np.float32)
     assert bands(counter, y) == 8
     np.testing.assert_allclose(y, definition(x, w, b, ((1, 1), (1, 1))), rtol=1e-5, atol=1e-5)
-    takes_each_part_once(bands, counter, y, 8, 6, np.s_[1, :, 8:])      # from 6: image 1's last 2 bands
-    # a relu folded in: each band's negatives made 0 (an odd output height: the last band's
+    takes_each_part_once(bands, counter, y, 8, 6, np.s_[1, :, 6:])      # from 6: image 1's last 2 bands
+    # a relu folded in: each band's negatives made 0 (an odd output height: the last tile row's
     # one row), NaN kept
     x[0, 0, 0, 0] = np.nan
     relu = np.full_like(y, np.nan)

@@ -1186,6 +1186,17 @@ claim(int64_t *counter, Py_ssize_t parts, Py_ssize_t threads, Py_ssize_t *first)
     }
 }
 
+/* The first of `total` rows (an image's output or tile rows) that band `which` of `bands` holds
+ * (band `bands` ends them): the bands even, none more than a row longer than another, so the
+ * threads end together. As whole bands of at most `rows` and the rest, ResNet-18's 14x14
+ * stride-2 layer had a band of 10 rows and one of 4, and on two threads one thread idled
+ * through a third of it. */
+static Py_ssize_t
+band_row(Py_ssize_t which, Py_ssize_t bands, Py_ssize_t total)
+{
+    return which * total / bands;
+}
+
 /* The buffers of a call that takes its parts from a counter: x and w read, out written, bias
  * read (when have_bias; bias_values NULL for None), counter (int64) bumped. */
 typedef struct {
@@ -1424,8 +1435,8 @@ winograd_parts(job *base, float *v)
         first_phase((int64_t *)a->counter.buf + 2, (int64_t *)a->counter.buf + 3, (k * c + WEIGHT_PART - 1) / WEIGHT_PART,
                     weight_part, j, NULL);
     while ((part = next_part(a->counter.buf, j->n * bands)) >= 0) {
-        Py_ssize_t image = part / bands, row0 = part % bands * rows;
-        Py_ssize_t these = th - row0 < rows ? th - row0 : rows, width = these * tw;
+        Py_ssize_t image = part / bands, row0 = band_row(part % bands, bands, th);
+        Py_ssize_t these = band_row(part % bands + 1, bands, th) - row0, width = these * tw;
         winograd_in_run((const float *)a->x.buf + (size_t)image * c * h * w, v, c, h, w, j->top, j->left, row0, these,
                         tw, c * width, in_line);
         for (int p = 0; p < 16; p++)
@@ -1630,7 +1641,8 @@ layout_part(const void *job, Py_ssize_t part, float *unused)
     const conv_job *j = job;
     Py_ssize_t chunks = (j->c + LAYOUT_PART - 1) / LAYOUT_PART, which = part / chunks, image = which / j->bands;
     Py_ssize_t first = part % chunks * LAYOUT_PART, count = j->c - first < LAYOUT_PART ? j->c - first : LAYOUT_PART;
-    Py_ssize_t row0 = which % j->bands * j->rows, these = j->ho - row0 < j->rows ? j->ho - row0 : j->rows;
+    Py_ssize_t row0 = band_row(which % j->bands, j->bands, j->ho);
+    Py_ssize_t these = band_row(which % j->bands + 1, j->bands, j->ho) - row0;
     conv_cols_run((const float *)j->a->x.buf + ((size_t)image * j->c + first) * j->h * j->wd,
                   shared_band(j, which) + (size_t)first * j->g[0] * j->g[1] * these * j->wo, count, j->h, j->wd, j->g,
                   j->wo, row0, these);
@@ -1642,7 +1654,7 @@ conv_parts(job *base, float *cols)
 {
     const conv_job *j = (const conv_job *)base;
     const parts_args *a = j->a;
-    Py_ssize_t c = j->c, h = j->h, wd = j->wd, o = j->o, ho = j->ho, wo = j->wo, rows = j->rows;
+    Py_ssize_t c = j->c, h = j->h, wd = j->wd, o = j->o, ho = j->ho, wo = j->wo;
     Py_ssize_t bands = j->bands, blocks = j->blocks, block = j->block, depth = j->depth;
     Py_ssize_t laid = -1, ran = 0, start, count;
     if (j->shared != NULL)
@@ -1651,11 +1663,11 @@ conv_parts(job *base, float *cols)
     while ((count = claim(a->counter.buf, j->n * bands * blocks, base->threads, &start)) > 0) {
         /* the claim's parts, a band's consecutive blocks one product */
         for (Py_ssize_t part = start, end = start + count, next; part < end; part = next) {
-            Py_ssize_t which = part / blocks, image = which / bands, row0 = which % bands * rows;
+            Py_ssize_t which = part / blocks, image = which / bands, row0 = band_row(which % bands, bands, ho);
             next = (which + 1) * blocks < end ? (which + 1) * blocks : end;
             Py_ssize_t first = part % blocks * block, last = (next - which * blocks) * block;
             Py_ssize_t outputs = (last < o ? last : o) - first;
-            Py_ssize_t these = ho - row0 < rows ? ho - row0 : rows, width = these * wo;
+            Py_ssize_t these = band_row(which % bands + 1, bands, ho) - row0, width = these * wo;
             float *out = (float *)a->out.buf + ((size_t)image * o + first) * ho * wo + (size_t)row0 * wo;
             if (j->shared != NULL)
                 cols = shared_band(j, which);
