@@ -148,8 +148,8 @@ def test_an_add_on_two_threads_shares_its_parts_in_c(monkeypatch):
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     shared = []
     claimed = parallel.claimed
-    monkeypatch.setattr(parallel, "claimed", lambda run, pieces, macs: shared.append(pieces) or
-                        claimed(run, pieces, macs))
+    monkeypatch.setattr(parallel, "claimed", lambda native, run, pieces, macs: shared.append(pieces) or
+                        claimed(native, run, pieces, macs))
     x, y = f32(1, 64, 56, 56), f32(1, 64, 56, 56)
     text = program(ADD.format(shape="1, 64, 56, 56"), "%x: (1, 64, 56, 56, fp32), %y: (1, 64, 56, 56, fp32)", "%r")
     before = setter(2)

@@ -150,7 +150,7 @@ def test_a_worker_asleep_is_woken_to_join(multiplies, monkeypatch):
             time.sleep(0.005)
         handed.clear()
         got.clear()
-        parallel.claimed(lambda counter: got.append(bands(counter)), 2, 1 << 30)
+        parallel.claimed(_fastkernels, lambda counter: got.append(bands(counter)), 2, 1 << 30)
         assert handed == [1]            # asleep, the worker is handed a task
         ran, y = got[0]
         runs.append(ran)

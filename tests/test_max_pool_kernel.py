@@ -79,7 +79,8 @@ def test_two_threads_share_the_planes_and_give_the_same_bits(monkeypatch):
     monkeypatch.setattr(parallel, "threads", lambda work, enough: 2)
     monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
     shared, claimed = [], parallel.claimed
-    monkeypatch.setattr(parallel, "claimed", lambda run, pieces, macs: shared.append(pieces) or claimed(run, pieces, macs))
+    monkeypatch.setattr(parallel, "claimed",
+                        lambda native, run, pieces, macs: shared.append(pieces) or claimed(native, run, pieces, macs))
     x = RNG.standard_normal((1, 32, 40, 40)).astype(np.float32)
     attrs = dict(kernel_sizes="[3, 3]", strides="[2, 2]", pad_type='"custom"', pad="[1, 1, 1, 1]")
     want, got, calls = both(x, monkeypatch, **attrs)

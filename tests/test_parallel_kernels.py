@@ -80,10 +80,10 @@ def count_splits(monkeypatch, pieces: list) -> None:
         pieces.append(share)
         return SPLIT(count, work, share)
 
-    def claimed(run, share, macs):
+    def claimed(native, run, share, macs):
         if share > 1:
             pieces.append(share)
-        return CLAIMED(run, share, macs)
+        return CLAIMED(native, run, share, macs)
     monkeypatch.setattr(parallel, "split", counted)
     monkeypatch.setattr(parallel, "claimed", claimed)
 

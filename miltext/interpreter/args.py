@@ -210,6 +210,15 @@ class Args:
         itemsize = dtype if isinstance(dtype, int) else np.dtype(dtype).itemsize
         self.evaluator.limits.allow(shape, itemsize, what, lambda: held(self.env))
 
+    def allow_each(self, needs) -> None:
+        """allow for each (shape, itemsize, what, bytes) of `needs` (limits.need's, worked out
+        once) that could fail: a big one (the run's values count too), or one past --max-memory
+        alone."""
+        limit = self.evaluator.limits.max_memory
+        for shape, itemsize, what, size in needs:
+            if size >= BIG or size > limit:
+                self.allow(shape, itemsize, what)
+
     def block(self, index: int, bound: list) -> list:
         """Nested block `index` evaluated with its inputs bound to `bound`; its outputs."""
         inner = self.op.blocks[index]

@@ -6,7 +6,6 @@ A run evaluates the steps in order, keeping each var's value by name; nested blo
 while_loop) run in a scope of their own that sees the outer one."""
 from __future__ import annotations
 
-import math
 import warnings
 from functools import cache
 from time import monotonic
@@ -20,7 +19,7 @@ from ..ir.walk import blocks, operations
 from . import blas_threads, fast_kernels, fusion, parallel, replays
 from .args import Args, Literal
 from .errors import KERNEL_FAILURES, RunError
-from .limits import BIG, Limits, size_text
+from .limits import BIG, Limits, need, size_text
 from .registry import find
 
 
@@ -43,9 +42,8 @@ class Step:
         for var in op.outputs:
             t = var.type.wrapped if isinstance(var.type, StateType) else var.type
             if isinstance(t, TensorType) and t.is_static:
-                itemsize = np.dtype(_numpy_dtype(t) or np.float64).itemsize
-                self.need.append((t.shape, itemsize, f"output %{var.name}", math.prod(t.shape) * itemsize))
-        self.most = max((need[3] for need in self.need), default=0)     # the largest, checked first
+                self.need.append(need(t.shape, np.dtype(_numpy_dtype(t) or np.float64).itemsize, f"output %{var.name}"))
+        self.most = max((size for *_, size in self.need), default=0)     # the largest, checked first
 
 
 class Evaluator:
@@ -218,9 +216,7 @@ class Evaluator:
         try:
             most = step.most
             if most >= BIG or most > self.limits.max_memory:
-                for shape, itemsize, what, need in step.need:
-                    if need >= BIG or need > self.limits.max_memory:
-                        args.allow(shape, itemsize, what)
+                args.allow_each(step.need)
             result = kernel(args)
             if args.replay is not None:
                 # a step that applies the next step's relu keeps none: a replay computes its op alone

@@ -71,6 +71,13 @@ class Limits:
                            f"--max-memory ({size_text(self.max_memory)})")
 
 
+def need(shape, itemsize: int, what: str) -> tuple:
+    """(shape, itemsize, what, bytes): a tensor's size worked out once (an output's declared
+    type, a kernel's plan), for Args.allow_each at each run."""
+    shape = tuple(int(d) for d in shape)
+    return shape, itemsize, what, math.prod(shape) * itemsize
+
+
 def held(env) -> int:
     """The bytes of the values `env` (and the scopes it sits in) keeps, each buffer once."""
     seen, total = set(), 0

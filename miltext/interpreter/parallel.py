@@ -93,12 +93,12 @@ def claims(parts: int, pieces: int) -> bool:
     return parts >= _CLAIMS * pieces
 
 
-def claimed(run, pieces: int, macs: int) -> None:
-    """run(counter) (a C kernel taking its parts from counter[0], an int64 each part bumps,
-    until none is left; a first phase's from counter[2], counted in counter[3]) shared with
-    `pieces` - 1 workers (counter[1]), which join it as it runs, so a thread that starts late
-    or runs on a slower core takes fewer parts; on one thread, with the BLAS threads a product
-    of `macs` multiply-adds takes."""
+def claimed(native, run, pieces: int, macs: int) -> None:
+    """run(counter) (a kernel of the C kernels `native`, taking its parts from counter[0], an
+    int64 each part bumps, until none is left; a first phase's from counter[2], counted in
+    counter[3]) shared with `pieces` - 1 workers (counter[1]), which join it as it runs, so a
+    thread that starts late or runs on a slower core takes fewer parts; on one thread, with the
+    BLAS threads a product of `macs` multiply-adds takes."""
     counter = np.zeros(4, np.int64)
     if pieces <= 1:
         with blas_threads.sized(macs):
@@ -106,15 +106,15 @@ def claimed(run, pieces: int, macs: int) -> None:
         return
     counter[1] = helpers = pieces - 1
     _POOL.start(helpers)
-    asleep = helpers - loaded().spinners()
+    asleep = helpers - native.spinners()
     if asleep > 0:          # woken by a task, they join the call in C when they get to it
-        _POOL.hand([_Task(_join, 0, 0) for _ in range(asleep)])
+        _POOL.hand([_Task(_join, native, 0) for _ in range(asleep)])
     run(counter)
 
 
-def _join(start: int, stop: int) -> None:
-    """A woken worker's task: the C call posted now, joined (none: nothing to do)."""
-    loaded().join()
+def _join(native, unused: int) -> None:
+    """A woken worker's task: the C call `native` posted now, joined (none: nothing to do)."""
+    native.join()
 
 
 def chunks(fn, inputs: tuple, out, pieces: int):
@@ -129,13 +129,13 @@ def chunks(fn, inputs: tuple, out, pieces: int):
     return out
 
 
-def by_parts(run, size: int, piece: int) -> None:
-    """run(counter) (a C kernel over `size` elements, taking its parts from the counter; all
-    of them at once given None), shared (claimed) among the run's threads when each gets
-    `piece` elements."""
+def by_parts(native, run, size: int, piece: int) -> None:
+    """run(counter) (a kernel of the C kernels `native` over `size` elements, taking its parts
+    from the counter; all of them at once given None), shared (claimed) among the run's threads
+    when each gets `piece` elements."""
     share = threads(size, piece)
     if share > 1:
-        claimed(run, share, 0)
+        claimed(native, run, share, 0)
     else:
         run(None)
 
@@ -153,15 +153,16 @@ def product(x, w, out, pieces: int, bias=None):
     adding the bias to its part while it is in cache: in blocks taken from a counter by the C
     kernels (float32, x and out C-contiguous, w or its transpose too; a linear's weight as
     stored multiplies x's transpose, see product_columns), else in halves."""
-    if _claims_product(x, w, out, pieces, bias):
+    native = loaded()
+    if _claims_product(native, x, w, out, pieces, bias):
         m, k = x.shape
         n = w.shape[1]
         transposed = not w.flags.c_contiguous
         given = w.T if transposed else w
         block = _product_block(n, pieces, m)
         turned = transposed and 4 * block * m <= TURNED
-        claimed(lambda counter: loaded().product_columns(x, given, bias, out, counter, m, k, n, block, transposed,
-                                                         turned), pieces, m * k * n)
+        claimed(native, lambda counter: native.product_columns(x, given, bias, out, counter, m, k, n, block,
+                                                               transposed, turned), pieces, m * k * n)
         return out
 
     def part(start, stop):
@@ -172,9 +173,9 @@ def product(x, w, out, pieces: int, bias=None):
     return out
 
 
-def _claims_product(x, w, out, pieces: int, bias) -> bool:
-    """Whether product's C kernels take x, w, out and bias, in a block for each thread at least."""
-    native = loaded()
+def _claims_product(native, x, w, out, pieces: int, bias) -> bool:
+    """Whether product's C kernels (`native`) take x, w, out and bias, in a block for each
+    thread at least."""
     n = w.shape[1]
     if native is None or not x.size or not w.size or -(-n // _product_block(n, pieces, len(x))) < pieces:
         return False

@@ -135,7 +135,7 @@ def gelu(a):
 
         def compute(x):
             y = np.empty_like(x)
-            parallel.by_parts(lambda counter: native.gelu(x, y, tanh, counter), x.size, _PIECE)
+            parallel.by_parts(native, lambda counter: native.gelu(x, y, tanh, counter), x.size, _PIECE)
             return y
         return a.replayable(compute, "x")(x)
     if mode == "TANH_APPROXIMATION":
@@ -150,7 +150,7 @@ def gelu(a):
 def _native_softmax(native, n: int):
     def compute(x):
         y = np.empty_like(x)
-        parallel.by_parts(lambda counter: native.softmax(x, y, n, counter), x.size, _PIECE)
+        parallel.by_parts(native, lambda counter: native.softmax(x, y, n, counter), x.size, _PIECE)
         return y
     return compute
 

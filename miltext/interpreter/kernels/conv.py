@@ -175,12 +175,10 @@ def _conv(a, weight):
     # a relu folded in (fusion.py): the C kernels apply it to each part in fp32; else (fp16 after
     # the cast, as the relu op would) to the whole output
     in_parts = a.relu and x.dtype == np.float32
-    if path == "winograd":
-        a.allow((x.shape[0], weight.shape[0]) + tuple(n + b + e - 2 for n, (b, e) in zip(x.shape[2:], around)), 4,
-                "the output")
-        y = winograd.correlate(a, native, xf, weight, around, bias, in_parts)
+    if type(path) is winograd.Plan:
+        y = winograd.correlate(a, native, xf, weight, path, bias, in_parts)
     elif path is not None:
-        y = conv_bands.correlate(a, native, xf, weight, strides, dilations, around, path, bias, in_parts)
+        y = conv_bands.correlate(a, native, xf, weight, path, bias, in_parts)
     else:
         a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
         inside = padded(xf, around) if any(b or e for b, e in around) else xf
@@ -193,16 +191,17 @@ def _conv(a, weight):
 
 def _path(a, native, x, weight) -> tuple:
     """A conv's settings (strides, dilations, groups, the padding around each spatial dim) and
-    its path: "winograd", conv_bands' plan, or None for NumPy's correlate."""
+    its path: winograd's plan, conv_bands' plan, or None for NumPy's correlate."""
     n = x.ndim - 2
     kernel_shape = weight.shape[2:]
     strides = a.ints("strides", None) or [1] * n
     dilations = a.ints("dilations", None) or [1] * n
     groups = a.scalar("groups", 1)
     around = pads(a, x.shape[2:], kernel_shape, strides, dilations)
-    if winograd.takes(native, x, weight, strides, dilations, groups, around):
-        return strides, dilations, groups, around, "winograd"
-    return strides, dilations, groups, around, conv_bands.plan(native, x, weight, strides, dilations, groups, around)
+    path = winograd.plan(native, x, weight, strides, dilations, groups, around)
+    if path is None:
+        path = conv_bands.plan(native, x, weight, strides, dilations, groups, around)
+    return strides, dilations, groups, around, path
 
 
 @kernel("conv_transpose")

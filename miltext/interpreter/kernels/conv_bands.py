@@ -14,15 +14,26 @@ import math
 import numpy as np
 
 from .. import fast_kernels, parallel
+from ..limits import need
 
 _BUDGET = 1 << 25       # bytes of windows laid out at once (as conv's NumPy path)
 
 
-def plan(native, x, weight, strides, dilations, groups: int, around) -> tuple | None:
-    """How the C bands run this conv, (output size, macs, threads, band, block), where they
-    do: 2-D, fp32, not grouped, not a plain product (a 1x1 kernel of stride 1 without padding
-    multiplies the input as it is), an output, and bands enough for the threads it would be
-    shared among (parallel.claims); else None."""
+class Plan:
+    """How the C bands run a conv of given shapes (see plan), worked out once: the threads
+    and multiply-adds it is shared by, the output's shape, what it allocates (limits.need's)
+    and conv_bands' arguments besides the arrays and the relu."""
+    __slots__ = ("share", "macs", "shape", "needs", "call")
+
+    def __init__(self, share: int, macs: int, shape: tuple, needs: tuple, call: tuple):
+        self.share, self.macs, self.shape, self.needs, self.call = share, macs, shape, needs, call
+
+
+def plan(native, x, weight, strides, dilations, groups: int, around) -> Plan | None:
+    """How the C bands run this conv, where they do: 2-D, fp32, not grouped, not a plain
+    product (a 1x1 kernel of stride 1 without padding multiplies the input as it is), an
+    output, and bands enough for the threads it would be shared among (parallel.claims); else
+    None."""
     if (native is None or x.ndim != 4 or groups != 1 or weight.dtype != np.float32 or not weight.size
             or weight.shape[1] != x.shape[1]):
         return None
@@ -38,29 +49,31 @@ def plan(native, x, weight, strides, dilations, groups: int, around) -> tuple | 
     if (block is None or x.shape[1] * math.prod(weight.shape[2:]) * band * out[1] > fast_kernels.SCRATCH
             or not fast_kernels.multiplies(native)):
         return None
-    return out, macs, share, band, block
-
-
-def correlate(a, native, x, weight, strides, dilations, around, planned: tuple, bias=None, relu: bool = False):
-    """x (N, C, H, W), C-contiguous float32, correlated with weight (O, C, kh, kw) under the
-    zero padding `around` ((top, bottom), (left, right)), plus bias (O,), its negatives made 0
-    when `relu` -> (N, O, Ho, Wo), as `planned` (plan's)."""
     n, c, h, w = x.shape
     o = weight.shape[0]
-    out, macs, share, band, block = planned
-    a.allow((n, o) + out, 4, "the output")
     bands = n * -(-out[0] // band)
     # blocks shared by threads lay out every band once (the C call's first phase), else each
     # thread lays out its own band at a time
     laid = bands if block < o and share > 1 else share
-    a.allow((laid, c * math.prod(weight.shape[2:]) * min(band, out[0]) * out[1]), 4, "the windows laid out")
-    y = np.empty((n, o) + out, np.float32)
-    weight = np.ascontiguousarray(weight)
-    bias = channel_values(bias, o)
+    needs = (need((n, o) + out, 4, "the output"),
+             need((laid, c * math.prod(weight.shape[2:]) * min(band, out[0]) * out[1]), 4, "the windows laid out"))
     geometry = np.array(list(weight.shape[2:]) + list(strides) + list(dilations) + [around[0][0], around[1][0]],
                         np.int64)
-    parallel.claimed(lambda counter: native.conv_bands(x, weight, bias, y, counter, geometry, n, c, h, w, o,
-                                                       *out, band, block, relu), share, macs)
+    geometry.flags.writeable = False
+    return Plan(share, macs, (n, o) + out, needs, (geometry, n, c, h, w, o, *out, band, block))
+
+
+def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False):
+    """x (N, C, H, W), C-contiguous float32, correlated with weight (O, C, kh, kw) as `planned`
+    (plan's, for these shapes, strides, dilations and padding), plus bias (O,), its negatives
+    made 0 when `relu` -> (N, O, Ho, Wo)."""
+    a.allow_each(planned.needs)
+    y = np.empty(planned.shape, np.float32)
+    weight = np.ascontiguousarray(weight)
+    bias = channel_values(bias, weight.shape[0])
+    call = planned.call
+    parallel.claimed(native, lambda counter: native.conv_bands(x, weight, bias, y, counter, *call, relu),
+                     planned.share, planned.macs)
     return y
 
 

@@ -67,7 +67,7 @@ def _binary(fn):
             if out is None and small.shape == big.shape:
                 out = a.spare("y" if big is x else "x", small, big.shape, big.dtype)
             out = np.empty_like(big) if out is None else out
-            parallel.claimed(lambda counter: native.binary(big, small, out, counter, _IN_C[fn], a.relu),
+            parallel.claimed(native, lambda counter: native.binary(big, small, out, counter, _IN_C[fn], a.relu),
                              parallel.threads(big.size, _C_SHARE), 0)
             return out
         if x.ndim and x.shape == y.shape and x.dtype == y.dtype and fn in _IN_PLACE:

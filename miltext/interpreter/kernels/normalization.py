@@ -96,7 +96,7 @@ def _native_layer_norm(native, a, x, count: int):
 
     def compute(x):
         y = np.empty_like(x)
-        by_parts(lambda counter: native.layer_norm(x, y, gamma, beta, epsilon, count, counter), x.size, _PIECE)
+        by_parts(native, lambda counter: native.layer_norm(x, y, gamma, beta, epsilon, count, counter), x.size, _PIECE)
         return y
     return a.replayable(compute, "x")(x)
 

@@ -119,7 +119,7 @@ def _native_max_pool(native, x, kernel_shape, strides, spatial, sizes, share: in
     (top, _), (left, _) = spatial
     run = partial(native.max_pool, planes, y, len(planes), h, w, *kernel_shape, *strides, top, left, *sizes)
     if share > 1:
-        parallel.claimed(run, share, 0)
+        parallel.claimed(native, run, share, 0)
     else:
         run()
     return y.reshape(x.shape[:-2] + tuple(sizes))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fast_kernels, fusion, parallel
+from ..limits import need
 from . import conv_bands
 
 # Tiles (2x2 outputs) a thread's share must have for the transform of the weights to pay:
@@ -21,23 +22,58 @@ _TILES = 36
 _BUDGET = 1 << 25       # bytes of transformed windows and products held at once (as conv's)
 
 
-def takes(native, x, weight, strides, dilations, groups: int, around) -> bool:
-    """Whether the C transforms run this conv: 2-D, fp32, groups 1, a 3x3 kernel of stride and
-    dilation 1, enough tiles for each of the threads it would be shared among (every thread
-    has every tile when they share the output channels)."""
+class Plan:
+    """How Winograd's transforms run a conv of given shapes (see plan), worked out once: the
+    way ("outputs" and "bands" in C, or NumPy's products by "channels" or in "numpy bands"),
+    the threads and multiply-adds it is shared by, the layer's sizes (n, c, h, w, k, ho, wo,
+    top, left), a part (a block of output channels, or a band's tile rows) and what it
+    allocates (limits.need's)."""
+    __slots__ = ("way", "share", "macs", "layer", "part", "needs")
+
+    def __init__(self, way: str, share: int, macs: int, layer: tuple, part: int, needs: tuple):
+        self.way, self.share, self.macs, self.layer, self.part, self.needs = way, share, macs, layer, part, needs
+
+
+def plan(native, x, weight, strides, dilations, groups: int, around) -> Plan | None:
+    """How the C transforms run this conv, where they do: 2-D, fp32, groups 1, a 3x3 kernel of
+    stride and dilation 1, enough tiles for each of the threads it would be shared among
+    (every thread has every tile when they share the output channels); else None."""
     if (native is None or x.ndim != 4 or weight.shape[2:] != (3, 3) or groups != 1 or weight.dtype != np.float32
             or not weight.size):
-        return False
+        return None
     if list(strides) != [1, 1] or list(dilations) != [1, 1] or weight.shape[1] != x.shape[1]:
-        return False
-    ho, wo = (size + b + e - 2 for size, (b, e) in zip(x.shape[2:], around))
+        return None
+    n, c, h, w = x.shape
+    k = weight.shape[0]
+    (top, bottom), (left, right) = around
+    ho, wo = h + top + bottom - 2, w + left + right - 2
     if ho <= 0 or wo <= 0:
-        return False
-    tiles = -(-ho // 2) * -(-wo // 2)
-    share = parallel.threads(16 * x.shape[0] * tiles * weight.shape[0] * weight.shape[1], parallel.PIECE)
-    if _by_outputs(share, x.shape[0], weight.shape[0], tiles):
-        return tiles >= _TILES
-    return x.shape[0] * tiles >= _TILES * share
+        return None
+    th, tw = -(-ho // 2), -(-wo // 2)
+    tiles = th * tw
+    macs = n * 16 * k * c * tiles
+    share = parallel.threads(macs, parallel.PIECE)
+    layer = (n, c, h, w, k, ho, wo, top, left)
+    made = (need((n, k, ho, wo), 4, "the output"), need((16, k, c), 4, "the transformed weights"))
+    if _by_outputs(share, n, k, tiles):
+        if tiles < _TILES:
+            return None
+        way = "outputs" if fast_kernels.multiplies(native) else "channels"
+        return Plan(way, share, macs, layer, _outputs_block(k, share),
+                    made + (need((n, 16, c, tiles), 4, "the transformed windows"),))
+    if n * tiles < _TILES * share:
+        return None
+    row_bytes = 16 * (c + k) * tw * 4
+    band = max(1, min(-(-parallel.COLUMNS // tw), _BUDGET // share // row_bytes))
+    if (parallel.claims(n * -(-th // band), share) and 16 * (c + k) * band * tw <= fast_kernels.SCRATCH
+            and fast_kernels.multiplies(native)):
+        return Plan("bands", share, macs, layer, band,
+                    made + (need((share, band * row_bytes), 1, "the transformed windows"),))
+    band = max(1, _BUDGET // share // row_bytes)
+    if share > 1 and n < share:
+        band = min(band, -(-th * n // share))           # a band for every thread
+    return Plan("numpy bands", share, macs, layer, band,
+                made + (need((min(band, th) * share, row_bytes), 1, "the transformed windows"),))
 
 
 def _by_outputs(share: int, n: int, k: int, tiles: int) -> bool:
@@ -52,48 +88,33 @@ def _by_outputs(share: int, n: int, k: int, tiles: int) -> bool:
     return 1 < share and n < share and tiles < 2 * k
 
 
-def correlate(a, native, x, weight, around, bias=None, relu: bool = False):
-    """x (N, C, H, W), C-contiguous float32, correlated with weight (K, C, 3, 3) under the
-    zero padding `around` ((top, bottom), (left, right)), plus bias (K,), its negatives made 0
-    when `relu` -> (N, K, Ho, Wo): the threads share the output channels (_by_outputs), or
-    bands of tile rows, taken from a counter by C kernels that multiply themselves (and apply
-    the relu to each band) where there are enough bands, else in NumPy's batched products."""
-    n, c, h, w = x.shape
-    k = weight.shape[0]
-    (top, bottom), (left, right) = around
-    ho, wo = h + top + bottom - 2, w + left + right - 2
-    th, tw = -(-ho // 2), -(-wo // 2)
-    a.allow((16, k, c), 4, "the transformed weights")
+def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False):
+    """x (N, C, H, W), C-contiguous float32, correlated with weight (K, C, 3, 3) as `planned`
+    (plan's, for these shapes and padding), plus bias (K,), its negatives made 0 when `relu`
+    -> (N, K, Ho, Wo): the threads share the output channels (_by_outputs), or bands of tile
+    rows, taken from a counter by C kernels that multiply themselves (and apply the relu to
+    each band) where there are enough bands, else in NumPy's batched products."""
+    a.allow_each(planned.needs)
+    layer, share, macs, part, way = planned.layer, planned.share, planned.macs, planned.part, planned.way
+    n, c, h, w, k, ho, wo, top, left = layer
     bias = conv_bands.channel_values(bias, k)
     weight = np.ascontiguousarray(weight)
-    layer = (n, c, h, w, k, ho, wo, top, left)
-    macs = n * 16 * k * c * th * tw
-    share = parallel.threads(macs, parallel.PIECE)
-    if _by_outputs(share, n, k, th * tw):
-        a.allow((n, 16, c, th * tw), 4, "the transformed windows")
-        if fast_kernels.multiplies(native):
-            v, y = np.empty((n, 16, c, th * tw), np.float32), np.empty((n, k, ho, wo), np.float32)
-            block = _outputs_block(k, share)
-            parallel.claimed(lambda counter: native.winograd_outputs(x, weight, bias, y, v, counter, *layer, block,
-                                                                     relu), share, macs)
-            return y
-        y = _channels_shared(native, x, weight, bias, layer, share)
-        return fusion.relu(y) if relu else y
-    row_bytes = 16 * (c + k) * tw * 4
-    band = max(1, min(-(-parallel.COLUMNS // tw), _BUDGET // share // row_bytes))
-    if (parallel.claims(n * -(-th // band), share) and 16 * (c + k) * band * tw <= fast_kernels.SCRATCH
-            and fast_kernels.multiplies(native)):
-        a.allow((share, band * row_bytes), 1, "the transformed windows")
+    if way == "outputs":
+        th, tw = -(-ho // 2), -(-wo // 2)
+        v, y = np.empty((n, 16, c, th * tw), np.float32), np.empty((n, k, ho, wo), np.float32)
+        parallel.claimed(native, lambda counter: native.winograd_outputs(x, weight, bias, y, v, counter, *layer, part,
+                                                                         relu), share, macs)
+        return y
+    if way == "bands":
         y = np.empty((n, k, ho, wo), np.float32)
         u = np.empty((16, k, c), np.float32)        # transformed by the threads first, in the same call
-        parallel.claimed(lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, band, relu, weight),
-                         share, macs)
+        parallel.claimed(native, lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, part, relu,
+                                                                       weight), share, macs)
         return y
-    band = max(1, _BUDGET // share // row_bytes)
-    if share > 1 and n < share:
-        band = min(band, -(-th * n // share))           # a band for every thread
-    a.allow((min(band, th) * share, row_bytes), 1, "the transformed windows")
-    y = _numpy_bands(native, x, _transformed(native, weight, share), bias, layer, band, (share, macs))
+    if way == "channels":
+        y = _channels_shared(native, x, weight, bias, layer, share)
+    else:
+        y = _numpy_bands(native, x, _transformed(native, weight, share), bias, layer, part, (share, macs))
     return fusion.relu(y) if relu else y
 
 
