@@ -1198,11 +1198,12 @@ band_row(Py_ssize_t which, Py_ssize_t bands, Py_ssize_t total)
 }
 
 /* The buffers of a call that takes its parts from a counter: x and w read, out written, bias
- * read (when have_bias; bias_values NULL for None), counter (int64) bumped. */
+ * read (when have_bias; bias_values NULL for None), counter (int64) bumped; a residual read
+ * (get_residual: residual_values NULL for none), added to out where it is written. */
 typedef struct {
-    Py_buffer x, w, out, bias, counter;
-    int have_bias;
-    const float *bias_values;
+    Py_buffer x, w, out, bias, counter, residual;
+    int have_bias, have_residual;
+    const float *bias_values, *residual_values;
 } parts_args;
 
 /* The buffers of a parts call, or -1 with an exception (and nothing held); the BLAS must have
@@ -1224,6 +1225,8 @@ get_parts(PyObject *xo, PyObject *wo, PyObject *bo, PyObject *oo, PyObject *co, 
         goto bias;
     a->have_bias = bo != Py_None;
     a->bias_values = a->have_bias ? a->bias.buf : NULL;
+    a->have_residual = 0;
+    a->residual_values = NULL;
     return 0;
 bias:
     if (bo != Py_None)
@@ -1240,6 +1243,8 @@ x_out:
 static PyObject *
 released_parts(parts_args *a, PyObject *result)
 {
+    if (a->have_residual)
+        PyBuffer_Release(&a->residual);
     if (a->have_bias)
         PyBuffer_Release(&a->bias);
     PyBuffer_Release(&a->counter);
@@ -1247,6 +1252,27 @@ released_parts(parts_args *a, PyObject *result)
     PyBuffer_Release(&a->x);
     PyBuffer_Release(&a->out);
     return result;
+}
+
+/* The residual `ro` (None: none) of a parts call whose out it matches in size (float32, read),
+ * or -1 with an exception (a's buffers then let go). */
+static int
+get_residual(PyObject *ro, parts_args *a)
+{
+    if (ro == Py_None)
+        return 0;
+    if (get_f32(ro, &a->residual, 0, "residual") < 0) {
+        released_parts(a, NULL);
+        return -1;
+    }
+    a->have_residual = 1;
+    a->residual_values = a->residual.buf;
+    if (a->residual.len != a->out.len) {
+        PyErr_SetString(PyExc_ValueError, "the residual must have as many values as y");
+        released_parts(a, NULL);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- A call's parts shared with the pool's spinning workers, in C. The caller posts the call
@@ -1400,6 +1426,21 @@ relu_rows(float *out, Py_ssize_t rows, Py_ssize_t width, Py_ssize_t stride)
         relu_run(out + r * stride, width);
 }
 
+/* The end of a part's `rows` rows of `width` outputs, `stride` apart (out within a's out): the
+ * residual's values at the same places added (an add folded into the op: fusion.py), then the
+ * negatives made 0 when relu (one folded after it), while the rows are in the thread's cache. */
+static void
+finish_rows(const parts_args *a, float *out, Py_ssize_t rows, Py_ssize_t width, Py_ssize_t stride, int relu)
+{
+    if (a->residual_values != NULL) {
+        const float *residual = a->residual_values + (out - (float *)a->out.buf);
+        for (Py_ssize_t r = 0; r < rows; r++)
+            binary_run(out + r * stride, residual + r * stride, out + r * stride, width, 0, 0);
+    }
+    if (relu)
+        relu_rows(out, rows, width, stride);
+}
+
 typedef struct {
     job base;
     parts_args *a;
@@ -1445,30 +1486,31 @@ winograd_parts(job *base, float *v)
         float *out = (float *)a->out.buf + (size_t)image * k * ho * wo;
         winograd_out_run(m, a->bias_values, out, k, ho, wo, row0, these, tw, out_line);
         Py_ssize_t first = 2 * row0, lines = 2 * these < ho - first ? 2 * these : ho - first;
-        for (Py_ssize_t channel = 0; j->relu && channel < k; channel++)
-            relu_rows(out + ((size_t)channel * ho + first) * wo, 1, lines * wo, 0);
+        finish_rows(a, out + (size_t)first * wo, k, lines * wo, ho * wo, j->relu);
         ran++;
     }
     return ran;
 }
 
-/* winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu[, weight]):
- * Winograd's 3x3 correlation of x (n images of c x h x w) with the transformed weights u (16 x
- * k x c), plus bias (k values, or None), into y (n images of k x ho x wo), under `top` and `left`
- * rows and columns of zeros: bands of `band` tile rows taken from counter until none is left,
- * each band's windows transformed, its 16 products by the BLAS, its results transformed (and
- * their negatives made 0 when relu); the count this thread ran. With weight (k x c x 3 x 3), u
- * is first transformed from it, in parts taken from counter[2] and counted in counter[3]. */
+/* winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu[, weight[,
+ * residual]]): Winograd's 3x3 correlation of x (n images of c x h x w) with the transformed
+ * weights u (16 x k x c), plus bias (k values, or None), into y (n images of k x ho x wo), under
+ * `top` and `left` rows and columns of zeros: bands of `band` tile rows taken from counter until
+ * none is left, each band's windows transformed, its 16 products by the BLAS, its results
+ * transformed (plus residual, float32 of y's size, when given; their negatives made 0 when
+ * relu); the count this thread ran. With weight (k x c x 3 x 3), u is first transformed from
+ * it, in parts taken from counter[2] and counted in counter[3]. */
 static PyObject *
 winograd_bands(PyObject *self, PyObject *args)
 {
-    PyObject *xo, *uo, *bo, *yo, *co, *weighto = Py_None;
+    PyObject *xo, *uo, *bo, *yo, *co, *weighto = Py_None, *ro = Py_None;
     Py_ssize_t n, c, h, w, k, ho, wo, top, left, band;
     int relu;
     parts_args a;
     Py_buffer weight, u;
-    if (!PyArg_ParseTuple(args, "OOOOOnnnnnnnnnnp|O", &xo, &uo, &bo, &yo, &co, &n, &c, &h, &w, &k, &ho, &wo, &top,
-                          &left, &band, &relu, &weighto) || get_parts(xo, uo, bo, yo, co, &a) < 0)
+    if (!PyArg_ParseTuple(args, "OOOOOnnnnnnnnnnp|OO", &xo, &uo, &bo, &yo, &co, &n, &c, &h, &w, &k, &ho, &wo, &top,
+                          &left, &band, &relu, &weighto, &ro) || get_parts(xo, uo, bo, yo, co, &a) < 0
+        || get_residual(ro, &a) < 0)
         return NULL;
     if (weighto != Py_None) {
         if (get_f32(weighto, &weight, 0, "weight") < 0)
@@ -1562,32 +1604,32 @@ outputs_parts(job *base, float *scratch)
             float *out = (float *)a->out.buf + ((size_t)image * k + first) * ho * wo;
             winograd_out_run(m, a->bias_values == NULL ? NULL : a->bias_values + first, out, outputs, ho, wo, 0, th,
                              tw, line);
-            if (j->relu)
-                relu_rows(out, 1, outputs * ho * wo, 0);
+            finish_rows(a, out, 1, outputs * ho * wo, 0, j->relu);
         }
         ran++;
     }
     return ran;
 }
 
-/* winograd_outputs(x, w, bias, y, v, counter, n, c, h, wd, k, ho, wo, top, left, block, relu):
- * winograd_bands' correlation for few tiles (fewer than the layer has outputs), shared by
- * output channels: first every image's windows transformed into v (n x 16 x c x th tw), in
- * parts taken from counter[2] and counted in counter[3]; then blocks of `block` output
- * channels taken from counter[0], each block's kernels of w (k x c x 3 x 3) transformed,
- * multiplied by every image's windows, and their results (plus bias, negatives made 0 when
- * relu) written into y (n x k x ho x wo). Shared with counter[1] spinning workers; the count
- * of blocks this call ran. */
+/* winograd_outputs(x, w, bias, y, v, counter, n, c, h, wd, k, ho, wo, top, left, block,
+ * relu[, residual]): winograd_bands' correlation for few tiles (fewer than the layer has
+ * outputs), shared by output channels: first every image's windows transformed into v (n x 16
+ * x c x th tw), in parts taken from counter[2] and counted in counter[3]; then blocks of
+ * `block` output channels taken from counter[0], each block's kernels of w (k x c x 3 x 3)
+ * transformed, multiplied by every image's windows, and their results (plus bias and
+ * residual, negatives made 0 when relu) written into y (n x k x ho x wo). Shared with
+ * counter[1] spinning workers; the count of blocks this call ran. */
 static PyObject *
 winograd_outputs(PyObject *self, PyObject *args)
 {
-    PyObject *xo, *wo_, *bo, *yo, *vo, *co;
+    PyObject *xo, *wo_, *bo, *yo, *vo, *co, *ro = Py_None;
     Py_ssize_t n, c, h, wd, k, ho, wo, top, left, block;
     int relu;
     parts_args a;
     Py_buffer v;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnnnnp", &xo, &wo_, &bo, &yo, &vo, &co, &n, &c, &h, &wd, &k, &ho, &wo,
-                          &top, &left, &block, &relu) || get_parts(xo, wo_, bo, yo, co, &a) < 0)
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnnnnp|O", &xo, &wo_, &bo, &yo, &vo, &co, &n, &c, &h, &wd, &k, &ho, &wo,
+                          &top, &left, &block, &relu, &ro) || get_parts(xo, wo_, bo, yo, co, &a) < 0
+        || get_residual(ro, &a) < 0)
         return NULL;
     if (get_f32(vo, &v, 1, "v") < 0)
         return released_parts(&a, NULL);
@@ -1678,17 +1720,17 @@ conv_parts(job *base, float *cols)
             sgemm(0, outputs, width, depth, (const float *)a->w.buf + (size_t)first * depth, depth, cols, width, out,
                   ho * wo);
             add_bias(out, a->bias_values == NULL ? NULL : a->bias_values + first, outputs, width, ho * wo, 0);
-            if (j->relu)
-                relu_rows(out, outputs, width, ho * wo);
+            finish_rows(a, out, outputs, width, ho * wo, j->relu);
         }
         ran += count;
     }
     return ran;
 }
 
-/* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band, block, relu): the
- * correlation of x (n images of c x h x wd) with w (o x c x kh x kw), plus bias (o values, or
- * None), into y (n images of o x ho x wo), its negatives made 0 when relu; geometry (int64: kh,
+/* conv_bands(x, w, bias, y, counter, geometry, n, c, h, wd, o, ho, wo, band, block, relu[,
+ * residual]): the correlation of x (n images of c x h x wd) with w (o x c x kh x kw), plus bias
+ * (o values, or None) and residual (float32 of y's size, when given), into y (n images of o x
+ * ho x wo), its negatives made 0 when relu; geometry (int64: kh,
  * kw, strides, dilations, top and left padding). Parts (a band of `band` output rows, `block`
  * output channels of it) taken from counter until none is left, each band's windows laid out
  * in C (the padding read in place; once for a band's consecutive parts) and multiplied by the
@@ -1698,13 +1740,14 @@ conv_parts(job *base, float *cols)
 static PyObject *
 conv_bands(PyObject *self, PyObject *args)
 {
-    PyObject *xo, *wo_, *bo, *yo, *co, *go;
+    PyObject *xo, *wo_, *bo, *yo, *co, *go, *ro = Py_None;
     Py_ssize_t n, c, h, wd, o, ho, wo, band, block;
     int relu;
     Py_buffer geometry;
     parts_args a;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnnnp", &xo, &wo_, &bo, &yo, &co, &go, &n, &c, &h, &wd, &o, &ho, &wo,
-                          &band, &block, &relu) || get_parts(xo, wo_, bo, yo, co, &a) < 0)
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnnnnp|O", &xo, &wo_, &bo, &yo, &co, &go, &n, &c, &h, &wd, &o, &ho, &wo,
+                          &band, &block, &relu, &ro) || get_parts(xo, wo_, bo, yo, co, &a) < 0
+        || get_residual(ro, &a) < 0)
         return NULL;
     if (get_i64(go, &geometry, 0, "geometry") < 0)
         return released_parts(&a, NULL);
@@ -2185,20 +2228,22 @@ static PyMethodDef methods[] = {
     {"use_blas", use_blas, METH_VARARGS,
      "use_blas(address, ilp64): the cblas_sgemm (64-bit integers when ilp64) the parts' products call."},
     {"winograd_bands", winograd_bands, METH_VARARGS,
-     "winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu[, weight]): Winograd's "
-     "correlation of x (n x c x h x w) with u (16 x k x c) plus bias into y (n x k x ho x wo), its negatives made 0 "
-     "when relu, "
+     "winograd_bands(x, u, bias, y, counter, n, c, h, w, k, ho, wo, top, left, band, relu[, weight[, residual]]): "
+     "Winograd's correlation of x (n x c x h x w) with u (16 x k x c) plus bias (and residual, of y's size) into y "
+     "(n x k x ho x wo), its negatives made 0 when relu, "
      "bands of `band` tile rows taken from counter[0] (int64) until none is left, shared with counter[1] spinning "
      "workers when the counter has it; the count this call ran. With weight (k x c x 3 x 3), u is transformed "
      "from it first, in parts from counter[2], counted in counter[3]."},
     {"winograd_outputs", winograd_outputs, METH_VARARGS,
-     "winograd_outputs(x, w, bias, y, v, counter, n, c, h, w, k, ho, wo, top, left, block, relu): winograd_bands' "
+     "winograd_outputs(x, w, bias, y, v, counter, n, c, h, w, k, ho, wo, top, left, block, relu[, residual]): "
+     "winograd_bands' "
      "correlation with w (k x c x 3 x 3) shared by blocks of `block` output channels: every image's windows "
      "transformed into v (n x 16 x c x tiles) first, in parts from counter[2] counted in counter[3], then the blocks "
      "taken from counter[0], shared with counter[1] spinning workers; the count of blocks this call ran."},
     {"conv_bands", conv_bands, METH_VARARGS,
-     "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band, block, relu): x (n x c x h x w) "
-     "correlated with w (o x c x kh x kw) plus bias into y (n x o x ho x wo), its negatives made 0 when relu, "
+     "conv_bands(x, w, bias, y, counter, geometry, n, c, h, w, o, ho, wo, band, block, relu[, residual]): x (n x c "
+     "x h x w) correlated with w (o x c x kh x kw) plus bias (and residual, of y's size) into y (n x o x ho x wo), "
+     "its negatives made 0 when relu, "
      "geometry (int64) kh, kw, strides, dilations, top, left; parts (`block` output channels of a band of `band` output rows) taken from "
      "counter[0] until none is left, shared with counter[1] spinning workers when given (blocks: every band laid out "
      "once first, in parts from counter[2] counted in counter[3]); the count this call ran."},

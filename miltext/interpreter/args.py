@@ -53,7 +53,7 @@ class Literal:
 
 
 class Args:
-    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay", "relu", "plan")
+    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay", "relu", "residual", "plan")
 
     def __init__(self, evaluator, op, env: dict, opset: str, bindings: dict, last=frozenset()):
         """`bindings`: the op's inputs and attributes by name, each a list of var names and
@@ -64,6 +64,7 @@ class Args:
         self.passes = None
         self.replay = None       # (compute, keys) the kernel offered this run (replays.py)
         self.relu = False        # the kernel makes its output's negatives 0 (fusion.py)
+        self.residual = None     # a value the kernel adds to its output before that (fusion.py)
         self.plan = None         # (key, what the kernel worked out for it): see planned
 
     def replayable(self, compute, *keys):

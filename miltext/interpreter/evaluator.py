@@ -26,7 +26,7 @@ from .registry import find
 class Step:
     """One op as the loop runs it."""
     __slots__ = ("op", "kernel", "bindings", "names", "dtypes", "need", "most", "drops", "last", "args", "replay",
-                 "relu", "folded")
+                 "relu", "residual", "folded")
 
     def __init__(self, op, kernel, bindings: dict, drops: list):
         self.op, self.kernel, self.bindings, self.drops = op, kernel, bindings, drops
@@ -34,7 +34,8 @@ class Step:
         self.args = None                     # what the kernel sees, made on the first run and reused
         self.replay = None                   # the op without its kernel, for inputs as last run's (replays.py)
         self.relu = False                    # the kernel applies the next step's relu (fusion.py)
-        self.folded = None                   # a relu the step before applies: the name it reads
+        self.residual = None                 # the kernel applies the next step's add of this name (fusion.py)
+        self.folded = None                   # a relu or add the step before applies: the name it reads
         self.names = [var.name for var in op.outputs]
         self.dtypes = [_numpy_dtype(var.type) for var in op.outputs]
         # what the text declares the outputs take, checked before the kernel runs
@@ -140,7 +141,7 @@ class Evaluator:
                 limits.check_time(step.op)
             replay = step.replay
             if step.folded is not None and observer is None:
-                env[step.names[0]] = env[step.folded]       # the step before applied this relu
+                env[step.names[0]] = env[step.folded]       # the step before applied this relu or add
                 replayed = False
             elif replay is None or not replaying or not self._replayed(step.op, replay, env):
                 self._step(step, env, opset)
@@ -213,20 +214,21 @@ class Evaluator:
         else:                          # the step's own, made on its first run
             args.evaluator, args.env, args.opset, args.passes = self, env, opset, None
         args.relu = step.relu and self.observer is None
+        args.residual = env[step.residual] if step.residual is not None and self.observer is None else None
         try:
             most = step.most
             if most >= BIG or most > self.limits.max_memory:
                 args.allow_each(step.need)
             result = kernel(args)
             if args.replay is not None:
-                # a step that applies the next step's relu keeps none: a replay computes its op alone
-                step.replay = None if step.relu else replays.make(step, args, result)
+                # a step that applies the next step's relu or add keeps none: a replay computes its op alone
+                step.replay = None if step.relu or step.residual is not None else replays.make(step, args, result)
                 args.replay = None
         except KERNEL_FAILURES as e:
             raise self._failure(op, e) from None
         finally:
             # the run's values are not held past it, nor the evaluator (no cycle through its plans)
-            args.evaluator = args.env = None
+            args.evaluator = args.env = args.residual = None
         names = step.names
         if type(result) is not tuple:
             if len(names) != 1:

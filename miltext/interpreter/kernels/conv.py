@@ -172,13 +172,17 @@ def _conv(a, weight):
     native = usable(a, xf)
     key = (xf.shape, xf.dtype, weight.shape, weight.dtype, native is not None, parallel.sharing())
     strides, dilations, groups, around, path = a.planned(key, lambda: _path(a, native, xf, weight), _SETTINGS)
-    # a relu folded in (fusion.py): the C kernels apply it to each part in fp32; else (fp16 after
-    # the cast, as the relu op would) to the whole output
-    in_parts = a.relu and x.dtype == np.float32
+    # an add folded in (fusion.py): the C kernels add its other input to each part in fp32;
+    # else (fp16 after the cast, as the add op would) to the whole output
+    residual = a.residual
+    added = residual is None or _adds_in_c(path, x, residual)
+    # a relu folded in: the C kernels apply it to each part in fp32 after the add; else to the
+    # whole output
+    in_parts = a.relu and x.dtype == np.float32 and added
     if type(path) is winograd.Plan:
-        y = winograd.correlate(a, native, xf, weight, path, bias, in_parts)
+        y = winograd.correlate(a, native, xf, weight, path, bias, in_parts, residual if added else None)
     elif path is not None:
-        y = conv_bands.correlate(a, native, xf, weight, path, bias, in_parts)
+        y = conv_bands.correlate(a, native, xf, weight, path, bias, in_parts, residual if added else None)
     else:
         a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
         inside = padded(xf, around) if any(b or e for b, e in around) else xf
@@ -186,7 +190,28 @@ def _conv(a, weight):
         y = correlate(inside, weight, strides, dilations, groups, bias)
         in_parts = False
     y = y.astype(x.dtype, copy=False)
+    if not added:
+        y = _add(a, y, residual)
     return fusion.relu(y) if a.relu and not in_parts else y
+
+
+def _adds_in_c(path, x, residual) -> bool:
+    """Whether the C kernels of `path` add `residual` to the conv's output as they write it:
+    fp32, C-contiguous, of the output's shape."""
+    return (path is not None and path.in_c and x.dtype == np.float32 and type(residual) is np.ndarray
+            and residual.dtype == np.float32 and residual.shape == path.shape and residual.flags.c_contiguous)
+
+
+def _add(a, y, residual):
+    """y + residual, the add folded into this conv (fusion.py), as its kernel computes it: into
+    y (the conv's own) where the result has y's shape and dtype, else broadcast anew within
+    --max-memory."""
+    other = np.asarray(residual)
+    shape = np.broadcast_shapes(y.shape, other.shape)
+    if shape == y.shape and np.result_type(y, other) == y.dtype:
+        return np.add(y, other, out=y)
+    a.allow(shape, 8)
+    return np.add(y, other)
 
 
 def _path(a, native, x, weight) -> tuple:

@@ -22,8 +22,10 @@ _BUDGET = 1 << 25       # bytes of windows laid out at once (as conv's NumPy pat
 class Plan:
     """How the C bands run a conv of given shapes (see plan), worked out once: the threads
     and multiply-adds it is shared by, the output's shape, what it allocates (limits.need's)
-    and conv_bands' arguments besides the arrays and the relu."""
+    and conv_bands' arguments besides the arrays and the relu; the C kernel writes the output
+    (adding a residual as it does)."""
     __slots__ = ("share", "macs", "shape", "needs", "call")
+    in_c = True
 
     def __init__(self, share: int, macs: int, shape: tuple, needs: tuple, call: tuple):
         self.share, self.macs, self.shape, self.needs, self.call = share, macs, shape, needs, call
@@ -63,16 +65,17 @@ def plan(native, x, weight, strides, dilations, groups: int, around) -> Plan | N
     return Plan(share, macs, (n, o) + out, needs, (geometry, n, c, h, w, o, *out, band, block))
 
 
-def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False):
+def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False, residual=None):
     """x (N, C, H, W), C-contiguous float32, correlated with weight (O, C, kh, kw) as `planned`
-    (plan's, for these shapes, strides, dilations and padding), plus bias (O,), its negatives
-    made 0 when `relu` -> (N, O, Ho, Wo)."""
+    (plan's, for these shapes, strides, dilations and padding), plus bias (O,) and `residual`
+    (float32 of the output's shape, C-contiguous), its negatives made 0 when `relu` -> (N, O,
+    Ho, Wo)."""
     a.allow_each(planned.needs)
     y = np.empty(planned.shape, np.float32)
     weight = np.ascontiguousarray(weight)
     bias = channel_values(bias, weight.shape[0])
     call = planned.call
-    parallel.claimed(native, lambda counter: native.conv_bands(x, weight, bias, y, counter, *call, relu),
+    parallel.claimed(native, lambda counter: native.conv_bands(x, weight, bias, y, counter, *call, relu, residual),
                      planned.share, planned.macs)
     return y
 

@@ -26,12 +26,15 @@ class Plan:
     """How Winograd's transforms run a conv of given shapes (see plan), worked out once: the
     way ("outputs" and "bands" in C, or NumPy's products by "channels" or in "numpy bands"),
     the threads and multiply-adds it is shared by, the layer's sizes (n, c, h, w, k, ho, wo,
-    top, left), a part (a block of output channels, or a band's tile rows) and what it
-    allocates (limits.need's)."""
-    __slots__ = ("way", "share", "macs", "layer", "part", "needs")
+    top, left), a part (a block of output channels, or a band's tile rows), what it allocates
+    (limits.need's), the output's shape and whether the C kernels write it (adding a residual
+    as they do)."""
+    __slots__ = ("way", "share", "macs", "layer", "part", "needs", "shape", "in_c")
 
     def __init__(self, way: str, share: int, macs: int, layer: tuple, part: int, needs: tuple):
         self.way, self.share, self.macs, self.layer, self.part, self.needs = way, share, macs, layer, part, needs
+        n, c, h, w, k, ho, wo, top, left = layer
+        self.shape, self.in_c = (n, k, ho, wo), way in ("outputs", "bands")
 
 
 def plan(native, x, weight, strides, dilations, groups: int, around) -> Plan | None:
@@ -88,12 +91,14 @@ def _by_outputs(share: int, n: int, k: int, tiles: int) -> bool:
     return 1 < share and n < share and tiles < 2 * k
 
 
-def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False):
+def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False, residual=None):
     """x (N, C, H, W), C-contiguous float32, correlated with weight (K, C, 3, 3) as `planned`
-    (plan's, for these shapes and padding), plus bias (K,), its negatives made 0 when `relu`
+    (plan's, for these shapes and padding), plus bias (K,) and `residual` (float32 of the
+    output's shape, C-contiguous; only where planned.in_c), its negatives made 0 when `relu`
     -> (N, K, Ho, Wo): the threads share the output channels (_by_outputs), or bands of tile
-    rows, taken from a counter by C kernels that multiply themselves (and apply the relu to
-    each band) where there are enough bands, else in NumPy's batched products."""
+    rows, taken from a counter by C kernels that multiply themselves (and add the residual and
+    apply the relu to each part) where there are enough bands, else in NumPy's batched
+    products."""
     a.allow_each(planned.needs)
     layer, share, macs, part, way = planned.layer, planned.share, planned.macs, planned.part, planned.way
     n, c, h, w, k, ho, wo, top, left = layer
@@ -103,13 +108,13 @@ def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False
         th, tw = -(-ho // 2), -(-wo // 2)
         v, y = np.empty((n, 16, c, th * tw), np.float32), np.empty((n, k, ho, wo), np.float32)
         parallel.claimed(native, lambda counter: native.winograd_outputs(x, weight, bias, y, v, counter, *layer, part,
-                                                                         relu), share, macs)
+                                                                         relu, residual), share, macs)
         return y
     if way == "bands":
         y = np.empty((n, k, ho, wo), np.float32)
         u = np.empty((16, k, c), np.float32)        # transformed by the threads first, in the same call
         parallel.claimed(native, lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, part, relu,
-                                                                       weight), share, macs)
+                                                                       weight, residual), share, macs)
         return y
     if way == "channels":
         y = _channels_shared(native, x, weight, bias, layer, share)
