@@ -53,7 +53,8 @@ class Literal:
 
 
 class Args:
-    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay", "relu", "residual", "plan")
+    __slots__ = ("evaluator", "op", "env", "opset", "bindings", "last", "passes", "replay", "relu", "residual", "plan",
+                 "held")
 
     def __init__(self, evaluator, op, env: dict, opset: str, bindings: dict, last=frozenset()):
         """`bindings`: the op's inputs and attributes by name, each a list of var names and
@@ -66,6 +67,7 @@ class Args:
         self.relu = False        # the kernel makes its output's negatives 0 (fusion.py)
         self.residual = None     # a value the kernel adds to its output before that (fusion.py)
         self.plan = None         # (key, what the kernel worked out for it): see planned
+        self.held = None         # the bytes the run's values hold, asked once a step: see allow
 
     def replayable(self, compute, *keys):
         """Offers `compute(*inputs keys)` as what this op computes on later runs whose inputs
@@ -209,7 +211,14 @@ class Args:
         """RunError unless a tensor of `shape` and `dtype` (or itemsize) fits in --max-memory with
         the values the run holds: kernels call it before allocating a size the inputs decide."""
         itemsize = dtype if isinstance(dtype, int) else np.dtype(dtype).itemsize
-        self.evaluator.limits.allow(shape, itemsize, what, lambda: held(self.env))
+        self.evaluator.limits.allow(shape, itemsize, what, self._held)
+
+    def _held(self) -> int:
+        """held(env), worked out once a step: the values do not change while its kernel runs
+        (a conv asks for its output, its windows and its weights' transform)."""
+        if self.held is None:
+            self.held = held(self.env)
+        return self.held
 
     def allow_each(self, needs) -> None:
         """allow for each (shape, itemsize, what, bytes) of `needs` (limits.need's, worked out

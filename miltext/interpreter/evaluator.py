@@ -212,7 +212,7 @@ class Evaluator:
         if args is None:
             args = step.args = Args(self, op, env, opset, step.bindings, step.last)
         else:                          # the step's own, made on its first run
-            args.evaluator, args.env, args.opset, args.passes = self, env, opset, None
+            args.evaluator, args.env, args.opset, args.passes, args.held = self, env, opset, None, None
         args.relu = step.relu and self.observer is None
         args.residual = env[step.residual] if step.residual is not None and self.observer is None else None
         try:
