@@ -9,42 +9,14 @@ import numpy as np
 import pytest
 
 import miltext
-from miltext.interpreter import evaluator, parallel
+from miltext.interpreter import parallel
+from support.fused_runs import program, runs
 
 RNG = np.random.default_rng(7)
 
 
 def f32(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def program(body: str, inputs: str, outputs: str) -> str:
-    return f"main[CoreML7]({inputs}) {{\n  block0() {{\n{body}  }} -> ({outputs})\n}}\n"
-
-
-@pytest.fixture
-def relu_calls(monkeypatch):
-    """How many times the relu kernel runs, in sessions made after the fixture."""
-    calls = []
-    real = evaluator.find
-
-    def find(op_type):
-        kernel = real(op_type)
-        return (lambda a: calls.append(1) or kernel(a)) if op_type == "relu" else kernel
-    monkeypatch.setattr(evaluator, "find", find)
-    return calls
-
-
-def runs(text: str, inputs: dict):
-    """The outputs of a run without an observer, twice, and of one with an observer, and what
-    the observer saw."""
-    session = miltext.Session(miltext.loads(text))
-    plain, again = session.run(inputs), session.run(inputs)
-    seen = {}
-    observed = session.run(inputs, observer=lambda fn, path, op, values: seen.update(values))
-    for name in plain:
-        np.testing.assert_array_equal(again[name], plain[name])
-    return plain, observed, seen
 
 
 # a ResNet block: conv -> relu, conv (+ the block's input) -> add -> relu
@@ -61,20 +33,20 @@ PATHS = {"winograd": ('pad_type="same"', 32),                                  #
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_a_relu_after_a_conv_is_the_convs_to_apply(relu_calls, path, monkeypatch):
+def test_a_relu_after_a_conv_is_the_convs_to_apply(kernel_calls, path, monkeypatch):
     monkeypatch.setattr(parallel, "COLUMNS", 1)         # bands of one row: the C parts on any thread count
     conv, depth = PATHS[path]
     inputs = {"x": f32(1, 32, 40, 40), "w1": f32(32, depth, 3, 3) / 10, "b1": f32(32), "w2": f32(32, 32, 1, 1) / 5}
     inputs["x"][0, 3, 5, 7] = np.nan
     plain, observed, seen = runs(program(BLOCK.format(conv=conv), BLOCK_INPUTS.format(depth=depth), "%y"), inputs)
-    assert len(relu_calls) == 0 + 2, "the plain runs fold both relus (the conv's, the add's); the observed one runs both"
+    assert kernel_calls.count("relu") == 0 + 2, "the plain runs fold both relus (the conv's, the add's); the observed one runs both"
     np.testing.assert_array_equal(plain["y"], observed["y"])
     assert (seen["a"] < 0).any(), "the observer sees the conv's own value"
     np.testing.assert_array_equal(seen["r"], np.maximum(seen["a"], 0))
     assert np.isnan(plain["y"]).any()
 
 
-def test_a_conv_output_read_again_or_given_keeps_its_relu(relu_calls):
+def test_a_conv_output_read_again_or_given_keeps_its_relu(kernel_calls):
     body = """    %a: (1, 32, 40, 40, fp32) = conv(x=%x, weight=%w1, bias=%b1, pad_type="same")
     %r: (1, 32, 40, 40, fp32) = relu(x=%a)
     %d: (1, 32, 40, 40, fp32) = sub(x=%r, y=%a)
@@ -84,7 +56,7 @@ def test_a_conv_output_read_again_or_given_keeps_its_relu(relu_calls):
     inputs = {"x": f32(1, 32, 40, 40), "w1": f32(32, 32, 3, 3), "b1": f32(32)}
     text = program(body, "%x: (1, 32, 40, 40, fp32), %w1: (32, 32, 3, 3, fp32), %b1: (32, fp32)", "%d, %b, %y")
     plain, observed, _ = runs(text, inputs)
-    assert len(relu_calls) == 2 * 3, "both relus run in every run"
+    assert kernel_calls.count("relu") == 2 * 3, "both relus run in every run"
     assert (plain["b"] < 0).any() and (plain["d"] > 0).any()
     np.testing.assert_array_equal(plain["y"], np.maximum(plain["b"], 0))
     for name in ("d", "b", "y"):
@@ -92,7 +64,7 @@ def test_a_conv_output_read_again_or_given_keeps_its_relu(relu_calls):
 
 
 @pytest.mark.parametrize("strides", [[1, 1], [2, 2]])       # Winograd's path and the direct one
-def test_an_fp16_conv_gives_what_its_relu_op_gives_to_the_bit(strides, relu_calls):
+def test_an_fp16_conv_gives_what_its_relu_op_gives_to_the_bit(strides, kernel_calls):
     size = 48 // strides[0]
     body = f"""    %a: (1, 64, {size}, {size}, fp16) = conv(x=%x, weight=%w, pad_type="same", strides={strides})
     %y: (1, 64, {size}, {size}, fp16) = relu(x=%a)
@@ -101,7 +73,7 @@ def test_an_fp16_conv_gives_what_its_relu_op_gives_to_the_bit(strides, relu_call
     w = (f32(64, 32, 3, 3) * 1e-3).astype(np.float16)
     plain, observed, seen = runs(program(body, "%x: (1, 32, 48, 48, fp16), %w: (64, 32, 3, 3, fp16)", "%y"),
                                  {"x": x, "w": w})
-    assert len(relu_calls) == 1
+    assert kernel_calls.count("relu") == 1
     assert np.signbit(seen["a"][seen["a"] == 0]).any(), "the case holds a -0"
     assert plain["y"].tobytes() == observed["y"].tobytes()
 
@@ -116,7 +88,7 @@ ADD = """    %s: ({shape}, fp32) = add(x=%x, y=%y)
     ((4, 8), (4, 8)),                          # small: replayed after its first run
     ((1, 64, 56, 56), (1, 64, 1, 1)),          # broadcast: NumPy's add, then the relu
 ])
-def test_a_relu_after_an_add_is_the_adds_to_apply(relu_calls, shape, y_shape):
+def test_a_relu_after_an_add_is_the_adds_to_apply(kernel_calls, shape, y_shape):
     x, y = f32(*shape), f32(*y_shape)
     x.flat[:3] = [np.nan, -0.0, 0.0]
     if y.size == x.size:
@@ -130,7 +102,7 @@ def test_a_relu_after_an_add_is_the_adds_to_apply(relu_calls, shape, y_shape):
     for observer in (None, lambda fn, path, op, values: seen.update(values), None, None):
         got = session.run({"x": x, "y": y}, observer=observer)["r"]
         assert got.tobytes() == want.tobytes()
-    assert len(relu_calls) == 1, "only the observed run runs the relu op"
+    assert kernel_calls.count("relu") == 1, "only the observed run runs the relu op"
     assert (seen["s"] < 0).any()
     if y.size == x.size:
         assert np.isnan(want.flat[0]) and (x + y).tobytes()[4:8] == b"\x00\x00\x00\x80" and want.flat[1] == 0

@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pytest
 
-import miltext
-from miltext.interpreter import blas_threads, evaluator, fast_kernels, parallel
+from miltext.interpreter import fast_kernels, parallel
+from support.fused_runs import program, runs
 from support.native import require_native
 
 RNG = np.random.default_rng(11)
@@ -19,41 +19,6 @@ RNG = np.random.default_rng(11)
 
 def f32(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def program(body: str, inputs: str, outputs: str) -> str:
-    return f"main[CoreML7]({inputs}) {{\n  block0() {{\n{body}  }} -> ({outputs})\n}}\n"
-
-
-@pytest.fixture
-def kernel_calls(monkeypatch):
-    """The ops whose kernels run, in sessions made after the fixture, in order."""
-    calls = []
-    real = evaluator.find
-
-    def find(op_type):
-        kernel = real(op_type)
-        return None if kernel is None else lambda a: calls.append(op_type) or kernel(a)
-    monkeypatch.setattr(evaluator, "find", find)
-    return calls
-
-
-def runs(text: str, inputs: dict, threads: int = 1):
-    """The outputs of a run without an observer, twice (the second with the kept plans), and of
-    one with an observer, and what the observer saw; on `threads` threads."""
-    setter = blas_threads._local_setter()
-    before = setter(threads) if setter is not None else None
-    try:
-        session = miltext.Session(miltext.loads(text))
-        plain, again = session.run(inputs), session.run(inputs)
-        seen = {}
-        observed = session.run(inputs, observer=lambda fn, path, op, values: seen.update(values))
-    finally:
-        if setter is not None:
-            setter(before)
-    for name in plain:
-        assert again[name].tobytes() == plain[name].tobytes()
-    return plain, observed, seen
 
 
 # a ResNet block whose residual the block made: conv -> relu (the residual), conv -> add -> relu
