@@ -12,7 +12,7 @@ NODE_STAMP := $(NODE_TEST)/node_modules/.installed
 VSCODE     := editors/vscode
 VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: demo test lint test-slow bench conformance clean have-vim have-nvim fuzz sanitize vsix
+.PHONY: demo test lint test-slow bench conformance clean have-vim have-nvim have-dot fuzz sanitize vsix
 
 $(STAMP): pyproject.toml miltext/text/mil/_fastprint.c miltext/proto/_fastencode.c miltext/interpreter/_fastkernels.c
 	@echo "== installing miltext and the test tools into $(VENV) (pip; a few minutes the first time)"
@@ -63,6 +63,10 @@ have-vim:
 have-nvim:
 	$(call have,nvim,neovim)
 
+# Graphviz's dot draws `miltext graph` and `diff --graph` as SVG (tests/test_review.py).
+have-dot:
+	$(call have,dot,graphviz)
+
 # The VS Code extension's own tools (vsce, esbuild) and client library.
 $(VSCODE_STAMP): $(VSCODE)/package-lock.json
 	@command -v npm >/dev/null || { echo "node/npm is missing: install Node.js 18+ (sudo apt-get install nodejs npm; macOS: brew install node) and run make again" >&2; exit 1; }
@@ -74,7 +78,7 @@ $(VSCODE_STAMP): $(VSCODE)/package-lock.json
 lint: $(STAMP)
 	$(BIN)/ruff check miltext tests bench scripts fuzz
 
-test: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim lint
+test: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim have-dot lint
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The VS Code extension packaged as editors/vscode/dist/miltext-mil-VERSION.vsix (client bundled
@@ -85,7 +89,7 @@ vsix: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP)
 
 # The long suites (marked slow): fuzzing runs, big inputs, real conversions. CI runs them as a
 # step of their own.
-test-slow: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim
+test-slow: $(STAMP) $(NODE_STAMP) $(VSCODE_STAMP) have-vim have-nvim have-dot
 	$(BIN)/python -m pytest -q -m slow; rc=$$?; [ $$rc -eq 5 ] && echo "no slow suite selected" || exit $$rc
 
 bench: $(STAMP)

@@ -146,8 +146,14 @@ def test_a_large_change_stays_a_small_picture():
     assert dot.count("unchanged ops") == 2
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed (apt-get install graphviz)")
+def require_dot() -> None:
+    if shutil.which("dot") is None:
+        pytest.fail("Graphviz's dot is not installed: apt-get install graphviz (make test installs it when run "
+                    "as root)")
+
+
 def test_svg_is_drawn_by_graphviz(tmp_path):
+    require_dot()
     result = run("diff", "--graph", MLP6, MLP7, "-o", "change.svg", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     root = ET.parse(tmp_path / "change.svg").getroot()
@@ -210,8 +216,7 @@ def test_control_characters_in_names_are_escaped_in_dot_and_svg(tmp_path):
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f\u2028]", dot)   # only the line breaks DOT needs
     assert '[label="%in\\\\u0007\\\\u001b[31m"' in dot
     assert 'relu\\n%a\\\\u0000b\\\\u000c\\\\u2028<&>\\""' in dot
-    if shutil.which("dot") is None:
-        return       # the DOT text is what a drawing starts from; the SVG needs Graphviz
+    require_dot()       # the DOT text is what a drawing starts from; the SVG needs Graphviz
     (tmp_path / "ctl.mil").write_text(CONTROL_NAMES, encoding="utf-8")
     result = run("graph", "ctl.mil", "-o", "ctl.svg", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
