@@ -181,10 +181,28 @@ def spread(each: dict, peer: str) -> str:
     return f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
+def row(model: str, threads: int, got: dict, each: dict, weights: int, largest: int) -> str:
+    """One line of the table: medians over every process's runs, their ratios, peaks, the spread."""
+    med = {e: statistics.median(r["times"]) * 1e3 for e, r in got.items()}
+    peaks = "/".join(f"{(r['peak'] - r['base']) / 1e6:.0f}" for r in got.values())
+    return (f"{model:<11}{threads:>4}{med['miltext']:>11.2f}{med['onnxruntime']:>9.2f}{med['torch']:>9.2f}"
+            f"{med['miltext'] / med['onnxruntime']:>6.2f}x{med['miltext'] / med['torch']:>6.2f}x"
+            f"{got['miltext']['one_shot'] * 1e3:>12.1f}{peaks:>18}{got['miltext']['run_peak'] / 1e6:>9.1f}"
+            f"{(weights + 2 * largest) / 1e6:>9.1f}"
+            f"{got['miltext']['error']:>9.1e}{spread(each, 'onnxruntime'):>12}{spread(each, 'torch'):>12}")
+
+
+def cpu_row(model: str, threads: int, got: dict) -> str:
+    cpu = {e: statistics.median(r["cpu"]) * 1e3 for e, r in got.items()}
+    return (f"{model:<11}{threads:>4}{cpu['miltext']:>11.2f}{cpu['onnxruntime']:>9.2f}"
+            f"{cpu['torch']:>9.2f}{cpu['miltext'] / cpu['onnxruntime']:>6.2f}x"
+            f"{cpu['miltext'] / cpu['torch']:>6.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=10, help="timed runs per process")
-    ap.add_argument("--repeat", type=int, default=1, help="processes per engine, taking turns")
+    ap.add_argument("--repeat", type=int, default=1, help="turns: a process of every engine at every thread count each")
     ap.add_argument("--seconds", type=float, default=1.0,
                     help="and on until the timed runs took this long (at most %d runs)" % MOST_ROUNDS)
     ap.add_argument("--warmup", type=int, default=2)
@@ -212,33 +230,29 @@ def main() -> None:
         sizes = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--sizes", model],
                                           capture_output=True, text=True, check=True, env=thread_env(1)).stdout)
         weights, largest = sizes
-        for threads in args.threads:
-            got, each = {}, {e: [] for e in ENGINES}
-            for _ in range(args.repeat):       # the engines' processes take turns: the load drifts
+        got = {t: {} for t in args.threads}
+        each = {t: {e: [] for e in ENGINES} for t in args.threads}
+        # the engines' processes take turns, and so do the thread counts: the load drifts, and
+        # both counts' ratios are measured under the same drift
+        for _ in range(args.repeat):
+            for threads in args.threads:
                 for e in ENGINES:
                     r = measure(e, model, threads, args.rounds, args.warmup, args.seconds)
-                    each[e].append(statistics.median(r["times"]))
-                    if e in got:
-                        r["times"] += got[e]["times"]
-                        r["cpu"] += got[e]["cpu"]
+                    each[threads][e].append(statistics.median(r["times"]))
+                    kept = got[threads].get(e)
+                    if kept is not None:
+                        r["times"] += kept["times"]
+                        r["cpu"] += kept["cpu"]
                         for key in ("peak", "run_peak", "one_shot"):
                             if key in r:
-                                r[key] = max(r[key], got[e][key])
-                    got[e] = r
-            med = {e: statistics.median(r["times"]) * 1e3 for e, r in got.items()}
-            cpu = {e: statistics.median(r["cpu"]) * 1e3 for e, r in got.items()}
-            cpu_rows.append(f"{model:<11}{threads:>4}{cpu['miltext']:>11.2f}{cpu['onnxruntime']:>9.2f}"
-                            f"{cpu['torch']:>9.2f}{cpu['miltext'] / cpu['onnxruntime']:>6.2f}x"
-                            f"{cpu['miltext'] / cpu['torch']:>6.2f}x")
-            peaks = "/".join(f"{(r['peak'] - r['base']) / 1e6:.0f}" for r in got.values())
-            print(f"{model:<11}{threads:>4}{med['miltext']:>11.2f}{med['onnxruntime']:>9.2f}{med['torch']:>9.2f}"
-                  f"{med['miltext'] / med['onnxruntime']:>6.2f}x{med['miltext'] / med['torch']:>6.2f}x"
-                  f"{got['miltext']['one_shot'] * 1e3:>12.1f}{peaks:>18}{got['miltext']['run_peak'] / 1e6:>9.1f}"
-                  f"{(weights + 2 * largest) / 1e6:>9.1f}"
-                  f"{got['miltext']['error']:>9.1e}{spread(each, 'onnxruntime'):>12}{spread(each, 'torch'):>12}",
-                  flush=True)
-        print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(got['miltext'].get('blas', []))}, "
-              f"onnxruntime/torch: {'; '.join(got['torch'].get('blas', []))}")
+                                r[key] = max(r[key], kept[key])
+                    got[threads][e] = r
+        for threads in args.threads:
+            print(row(model, threads, got[threads], each[threads], weights, largest), flush=True)
+            cpu_rows.append(cpu_row(model, threads, got[threads]))
+        last = got[args.threads[-1]]
+        print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(last['miltext'].get('blas', []))}, "
+              f"onnxruntime/torch: {'; '.join(last['torch'].get('blas', []))}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("\nCPU time (process_time; at one thread it leaves out the waits for a core a loaded machine adds):")
     print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}")
