@@ -1,13 +1,13 @@
 """A kernel's choices kept with its step (Args.planned, issue 30): a conv works out its
 settings, padding and path on its first run and keeps them for the next runs whose input and
 weight have the shapes they had, with the same threads lent; another shape, another thread
-count or a setting given by a var works them out again. Whatever is kept, the results are
-the definition's."""
+count or a setting given by a var works them out again. A max_pool keeps its layout the same
+way. Whatever is kept, the results are the definition's and the memory limit is still checked."""
 import numpy as np
 import pytest
 
 import miltext
-from miltext.interpreter import Session, blas_threads
+from miltext.interpreter import RunError, Session, blas_threads
 from miltext.interpreter.kernels import conv as conv_kernel
 
 RNG = np.random.default_rng(5)
@@ -77,3 +77,60 @@ def test_other_threads_lent_work_the_path_out_again(paths, monkeypatch):
         finally:
             setter(before)
     assert len(paths) == 3
+
+
+def pool_program(kernel: str) -> str:
+    return f"""main[CoreML7](%x: (1, 3, is0, is1, fp32), %k: (2, int32)) {{
+  block0() {{
+    %y = max_pool(x=%x, kernel_sizes={kernel}, strides=[2, 2], pad_type="custom", pad=[1, 1, 1, 1],
+                  ceil_mode=true, name="p")
+  }} -> (%y)
+}}"""
+
+
+def pool_definition(x, k: int):
+    """Each window's max as the op defines it: -inf padding, ceil mode dropping a window that
+    would start in the end padding."""
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1 + k), (1, 1 + k)), constant_values=-np.inf)
+    def size(n):
+        out = -(-(n + 2 - k) // 2) + 1
+        return out - 1 if (out - 1) * 2 >= n + 1 else out
+    ho, wo = size(x.shape[2]), size(x.shape[3])
+    return np.array([[[[padded[0, c, 2 * i:2 * i + k, 2 * j:2 * j + k].max() for j in range(wo)]
+                       for i in range(ho)] for c in range(x.shape[1])]])
+
+
+@pytest.fixture
+def pool_plans(monkeypatch):
+    """The input shapes each max_pool worked out its plan for."""
+    from miltext.interpreter.kernels import pool
+    worked = []
+    plan = pool._MaxPlan
+
+    class Counted(plan):
+        __slots__ = ()
+
+        def __init__(self, a, x):
+            worked.append(x.shape)
+            super().__init__(a, x)
+    monkeypatch.setattr(pool, "_MaxPlan", Counted)
+    return worked
+
+
+def test_a_max_pool_works_out_its_plan_once_for_the_same_shape(pool_plans):
+    session = Session(miltext.loads(pool_program("[3, 3]")))
+    for size in (9, 9, 9, 12, 12, 9):
+        x = RNG.standard_normal((1, 3, size, size)).astype(np.float32)
+        y = session.run({"x": x, "k": np.array([5, 5], np.int32)})["y"]
+        np.testing.assert_array_equal(y, pool_definition(x, 3))
+    assert pool_plans == [(1, 3, 9, 9), (1, 3, 12, 12), (1, 3, 9, 9)]
+
+
+def test_a_kept_max_pool_plan_still_checks_the_memory_limit(pool_plans):
+    session = Session(miltext.loads(pool_program("[3, 3]")))
+    x = RNG.standard_normal((1, 3, 40, 40)).astype(np.float32)
+    session.run({"x": x, "k": np.zeros(2, np.int32)})
+    # the padded input, in float64: 1 x 3 x 45 x 45 x 8 bytes
+    with pytest.raises(RunError, match="the padded input"):
+        session.run({"x": x, "k": np.zeros(2, np.int32)}, max_memory=40_000)
+    assert pool_plans == [(1, 3, 40, 40)]

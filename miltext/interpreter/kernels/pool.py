@@ -8,6 +8,7 @@ import numpy as np
 from .. import parallel
 from ..errors import RunError
 from ..fast_kernels import usable
+from ..limits import need
 from ..registry import kernel
 from .conv import padded, pads, windows
 from .linear import wide
@@ -84,21 +85,45 @@ def _max_by_dim(padded, kernel_shape, strides, into=None):
     return out
 
 
+# The settings a pool's plan follows from besides its input's shape.
+_SETTINGS = ("kernel_sizes", "strides", "pad_type", "pad", "ceil_mode")
+
+
+class _MaxPlan:
+    """A max_pool's choices for one input layout, worked out once (~80 us of Python a run on a
+    ResNet-18's stem pool): the kernel, strides, padding and output sizes, the threads it is
+    shared among, and the padded input's size for the memory check."""
+    __slots__ = ("kernel_shape", "strides", "spatial", "sizes", "share", "needs")
+
+    def __init__(self, a, x):
+        self.kernel_shape, self.strides, declared, extra = _layout(a, x)
+        self.spatial = [(b, e + x_) for (b, e), x_ in zip(declared, extra)]
+        lead = x.ndim - len(self.spatial)
+        self.sizes = [(size + b + e - k) // s + 1
+                      for size, (b, e), k, s in zip(x.shape[lead:], self.spatial, self.kernel_shape, self.strides)]
+        self.share = parallel.threads(x.size, _SHARE) if x.flags.c_contiguous and min(self.sizes) > 0 else 1
+        self.needs = (need(x.shape[:lead] + tuple(n + b + e for n, (b, e) in zip(x.shape[lead:], self.spatial)), 8,
+                           "the padded input"),)
+
+
 @kernel("max_pool")
 def max_pool(a):
     x = np.asarray(a("x"))
-    kernel_shape, strides, declared, extra = _layout(a, x)
-    spatial = _allow_padded(a, x, declared, extra)
-    lead = x.ndim - len(spatial)
-    sizes = [(size + b + e - k) // s + 1 for size, (b, e), k, s in zip(x.shape[lead:], spatial, kernel_shape, strides)]
-    share = parallel.threads(x.size, _SHARE) if x.flags.c_contiguous and min(sizes) > 0 else 1
+    key = (x.shape, x.dtype, x.flags.c_contiguous, parallel.sharing())
+    plan = a.planned(key, lambda: _MaxPlan(a, x), _SETTINGS)
+    a.allow_each(plan.needs)
+    kernel_shape, strides, spatial, sizes, share = plan.kernel_shape, plan.strides, plan.spatial, plan.sizes, plan.share
     native = usable(a, x) if len(spatial) == 2 and min(sizes) > 0 else None
     if native is not None:
-        return _native_max_pool(native, x, kernel_shape, strides, spatial, sizes, share)
+        compute = partial(_native_max_pool, native, kernel_shape=kernel_shape, strides=strides, spatial=spatial,
+                          sizes=sizes, share=share)
+        a.replayable_big(compute, "x")
+        return compute(x)
     if share == 1:
         return _max_by_dim(padded(wide(x), spatial, -np.inf), kernel_shape, strides).astype(x.dtype, copy=False)
     # the channels (every dim before the spatial ones, as one) shared among the threads, each
     # padding its own
+    lead = x.ndim - len(spatial)
     rows = x.reshape((-1,) + x.shape[lead:])
     y = np.empty([len(rows)] + sizes, wide(x[:0]).dtype)      # in the dtype wide() computes in
 
@@ -108,7 +133,7 @@ def max_pool(a):
     return y.reshape(x.shape[:lead] + y.shape[1:]).astype(x.dtype, copy=False)
 
 
-def _native_max_pool(native, x, kernel_shape, strides, spatial, sizes, share: int):
+def _native_max_pool(native, x, *, kernel_shape, strides, spatial, sizes, share: int):
     """max_pool of a C-contiguous fp32 x over its last two dims by the C kernel (the padding
     read in place, as never winning), its planes shared among the run's threads: parts of a
     few planes taken from a counter (on two threads a ResNet-18's stem pool took longer in
