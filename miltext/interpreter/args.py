@@ -63,7 +63,7 @@ class Args:
         self.evaluator, self.op, self.env, self.opset, self.bindings = evaluator, op, env, opset, bindings
         self.last = last
         self.passes = None
-        self.replay = None       # (compute, keys) the kernel offered this run (replays.py)
+        self.replay = None       # (compute, keys, big) the kernel offered this run (replays.py)
         self.relu = False        # the kernel makes its output's negatives 0 (fusion.py)
         self.residual = None     # a value the kernel adds to its output before that (fusion.py)
         self.plan = None         # (key, what the kernel worked out for it): see planned
@@ -73,8 +73,14 @@ class Args:
         """Offers `compute(*inputs keys)` as what this op computes on later runs whose inputs
         `keys` have the shapes, strides and dtypes they have now, every other input as it is
         now (replays.py says when it is taken); gives `compute`."""
-        self.replay = (compute, keys)
+        self.replay = (compute, keys, False)
         return compute
+
+    def replayable_big(self, compute, key: str):
+        """Offers `compute(input key[, the residual])` for an op of any size whose kernel
+        applied the relu and add folded into it (`relu`, `residual`; the residual is then
+        compute's second input), taken only where its whole block replays (replays.Chain)."""
+        self.replay = (compute, (key,), True)
 
     def planned(self, key: tuple, make, reads: tuple):
         """make(), the kernel's choices for inputs and settings `key` sums up, kept with the

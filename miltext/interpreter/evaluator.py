@@ -116,25 +116,30 @@ class Evaluator:
     def block(self, block, env: dict, opset: str) -> list:
         steps = self._plans.get(id(block))
         steps = self._prepare(block) if steps is None else steps[1]
-        chain = self._chains[id(block)]
-        if self.limits.max_memory < replays.SMALL_OUTPUT:     # else no replayed op needs a memory check
-            chain.settle(None, steps, block.outputs)
+        chain, limits = self._chains[id(block)], self.limits
+        if limits.max_memory < replays.SMALL_OUTPUT:     # else no small replayed op needs a memory check
+            chain.settle(None, steps, block.outputs, limits.max_memory, self._setting)
             self._steps(steps, env, opset, False)
-        elif self.observer is None and chain.holds(env):
-            limits = self.limits
+        elif self.observer is None and chain.holds(env, limits.max_memory, self._setting):
             return chain.run(env, limits.deadline, lambda at: limits.check_time(steps[at].op),
                              lambda at, e: self._failure(steps[at].op, e))
         else:
-            start = chain.now(env) if all(step.replay is not None for step in steps) else None
-            chain.settle(start if self._steps(steps, env, opset, True) else None, steps, block.outputs)
+            start = chain.start(env, steps)
+            chain.settle(start if self._steps(steps, env, opset, True) else None, steps, block.outputs,
+                         limits.max_memory, self._setting)
         missing = [n for n in block.outputs if n not in env]
         if missing:
             raise RunError(f"the block's output %{missing[0]} is not defined", block.loc)
         return [env[n] for n in block.outputs]
 
+    def _setting(self) -> tuple:
+        """What a chain's big replays bound besides sizes: the C kernels and the threads."""
+        return self.native, parallel.sharing()
+
     def _steps(self, steps: list, env: dict, opset: str, replaying: bool) -> bool:
-        """Each step by its replay where it has one that takes its inputs, else by its kernel;
-        whether every step replayed."""
+        """Each step by its replay where it has one that takes its inputs, else by its kernel
+        (always, for a big op's: it checks the memory); whether every step replayed, or (a big
+        op) made its replay afresh, or was folded into the step before."""
         limits, observer, replayed = self.limits, self.observer, True
         for step in steps:
             if monotonic() > limits.deadline:
@@ -142,10 +147,9 @@ class Evaluator:
             replay = step.replay
             if step.folded is not None and observer is None:
                 env[step.names[0]] = env[step.folded]       # the step before applied this relu or add
-                replayed = False
-            elif replay is None or not replaying or not self._replayed(step.op, replay, env):
+            elif replay is None or not replaying or replay.big or not self._replayed(step.op, replay, env):
                 self._step(step, env, opset)
-                replayed = False
+                replayed = replayed and step.replay is not None and step.replay.big
             if observer is not None:
                 observer.saw(step, env)
             for name in step.drops:
@@ -220,10 +224,8 @@ class Evaluator:
             if most >= BIG or most > self.limits.max_memory:
                 args.allow_each(step.need)
             result = kernel(args)
-            if args.replay is not None:
-                # a step that applies the next step's relu or add keeps none: a replay computes its op alone
-                step.replay = None if step.relu or step.residual is not None else replays.make(step, args, result)
-                args.replay = None
+            step.replay = None if args.replay is None else replays.make(step, args, result)
+            args.replay = None
         except KERNEL_FAILURES as e:
             raise self._failure(op, e) from None
         finally:

@@ -179,10 +179,14 @@ def _conv(a, weight):
     # a relu folded in: the C kernels apply it to each part in fp32 after the add; else to the
     # whole output
     in_parts = a.relu and x.dtype == np.float32 and added
-    if type(path) is winograd.Plan:
-        y = winograd.correlate(a, native, xf, weight, path, bias, in_parts, residual if added else None)
+    if type(path) is winograd.Plan and not path.in_c:
+        y = winograd.correlate(a, native, xf, weight, path, bias, in_parts)
     elif path is not None:
-        y = conv_bands.correlate(a, native, xf, weight, path, bias, in_parts, residual if added else None)
+        a.allow_each(path.needs)
+        compute = (winograd if type(path) is winograd.Plan else conv_bands).caller(native, weight, path, bias, in_parts)
+        y = compute(xf, residual if added else None)
+        if added and in_parts == a.relu and xf is x:
+            a.replayable_big(compute, "x")      # the C call alone, with the folded relu and add
     else:
         a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
         inside = padded(xf, around) if any(b or e for b, e in around) else xf

@@ -65,19 +65,22 @@ def plan(native, x, weight, strides, dilations, groups: int, around) -> Plan | N
     return Plan(share, macs, (n, o) + out, needs, (geometry, n, c, h, w, o, *out, band, block))
 
 
-def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False, residual=None):
-    """x (N, C, H, W), C-contiguous float32, correlated with weight (O, C, kh, kw) as `planned`
-    (plan's, for these shapes, strides, dilations and padding), plus bias (O,) and `residual`
-    (float32 of the output's shape, C-contiguous), its negatives made 0 when `relu` -> (N, O,
-    Ho, Wo)."""
-    a.allow_each(planned.needs)
-    y = np.empty(planned.shape, np.float32)
+def caller(native, weight, planned: Plan, bias=None, relu: bool = False):
+    """compute(x, residual=None) -> y: x (N, C, H, W), C-contiguous float32, correlated with
+    weight (O, C, kh, kw) as `planned` (plan's, for these shapes, strides, dilations and
+    padding), plus bias (O,) and `residual` (float32 of the output's shape, C-contiguous), its
+    negatives made 0 when `relu` -> (N, O, Ho, Wo). Every setting is bound (a run of a replayed
+    block calls it alone: replays.py); the memory planned.needs is the caller's to allow."""
     weight = np.ascontiguousarray(weight)
     bias = channel_values(bias, weight.shape[0])
-    call = planned.call
-    parallel.claimed(native, lambda counter: native.conv_bands(x, weight, bias, y, counter, *call, relu, residual),
-                     planned.share, planned.macs)
-    return y
+    call, shape, share, macs = planned.call, planned.shape, planned.share, planned.macs
+
+    def compute(x, residual=None):
+        y = np.empty(shape, np.float32)
+        parallel.claimed(native, lambda counter: native.conv_bands(x, weight, bias, y, counter, *call, relu, residual),
+                         share, macs)
+        return y
+    return compute
 
 
 def channel_values(bias, o: int):

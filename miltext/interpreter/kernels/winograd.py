@@ -68,8 +68,10 @@ def plan(native, x, weight, strides, dilations, groups: int, around) -> Plan | N
         return None
     row_bytes = 16 * (c + k) * tw * 4
     band = max(1, min(-(-parallel.COLUMNS // tw), _BUDGET // share // row_bytes))
-    if (parallel.claims(n * -(-th // band), share) and 16 * (c + k) * band * tw <= fast_kernels.SCRATCH
-            and fast_kernels.multiplies(native)):
+    # in C on one thread whatever the bands (ResNet-18 on one thread: 47.9 against 52.8 ms with
+    # its 28x28 and 14x14 layers in NumPy's bands), on more where they are parts enough
+    in_c = share == 1 or parallel.claims(n * -(-th // band), share)
+    if in_c and 16 * (c + k) * band * tw <= fast_kernels.SCRATCH and fast_kernels.multiplies(native):
         return Plan("bands", share, macs, layer, band,
                     made + (need((share, band * row_bytes), 1, "the transformed windows"),))
     band = max(1, _BUDGET // share // row_bytes)
@@ -91,36 +93,50 @@ def _by_outputs(share: int, n: int, k: int, tiles: int) -> bool:
     return 1 < share and n < share and tiles < 2 * k
 
 
-def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False, residual=None):
-    """x (N, C, H, W), C-contiguous float32, correlated with weight (K, C, 3, 3) as `planned`
-    (plan's, for these shapes and padding), plus bias (K,) and `residual` (float32 of the
-    output's shape, C-contiguous; only where planned.in_c), its negatives made 0 when `relu`
-    -> (N, K, Ho, Wo): the threads share the output channels (_by_outputs), or bands of tile
-    rows, taken from a counter by C kernels that multiply themselves (and add the residual and
-    apply the relu to each part) where there are enough bands, else in NumPy's batched
-    products."""
+def correlate(a, native, x, weight, planned: Plan, bias=None, relu: bool = False):
+    """x (N, C, H, W), C-contiguous float32, correlated with weight (K, C, 3, 3) in NumPy's
+    batched products (planned.way "channels" or "numpy bands"; the C ways are caller's), plus
+    bias (K,), its negatives made 0 when `relu` -> (N, K, Ho, Wo)."""
     a.allow_each(planned.needs)
-    layer, share, macs, part, way = planned.layer, planned.share, planned.macs, planned.part, planned.way
+    layer, share, macs, part = planned.layer, planned.share, planned.macs, planned.part
+    bias = conv_bands.channel_values(bias, layer[4])
+    weight = np.ascontiguousarray(weight)
+    if planned.way == "channels":
+        y = _channels_shared(native, x, weight, bias, layer, share)
+    else:
+        y = _numpy_bands(native, x, _transformed(native, weight, share), bias, layer, part, (share, macs))
+    return fusion.relu(y) if relu else y
+
+
+def caller(native, weight, planned: Plan, bias=None, relu: bool = False):
+    """The C ways (planned.in_c) as compute(x, residual=None) -> y: x (N, C, H, W),
+    C-contiguous float32, correlated with weight (K, C, 3, 3) as `planned`, plus bias (K,) and
+    `residual` (float32 of the output's shape, C-contiguous), its negatives made 0 when `relu`:
+    the threads share the output channels (_by_outputs), or bands of tile rows, taken from a
+    counter by C kernels that multiply themselves and add the residual and apply the relu to
+    each part. Every setting is bound (a run of a replayed block calls it alone: replays.py);
+    the memory planned.needs is the caller's to allow."""
+    layer, share, macs, part = planned.layer, planned.share, planned.macs, planned.part
     n, c, h, w, k, ho, wo, top, left = layer
     bias = conv_bands.channel_values(bias, k)
     weight = np.ascontiguousarray(weight)
-    if way == "outputs":
+    if planned.way == "outputs":
         th, tw = -(-ho // 2), -(-wo // 2)
-        v, y = np.empty((n, 16, c, th * tw), np.float32), np.empty((n, k, ho, wo), np.float32)
-        parallel.claimed(native, lambda counter: native.winograd_outputs(x, weight, bias, y, v, counter, *layer, part,
-                                                                         relu, residual), share, macs)
-        return y
-    if way == "bands":
+
+        def outputs(x, residual=None):
+            v, y = np.empty((n, 16, c, th * tw), np.float32), np.empty((n, k, ho, wo), np.float32)
+            parallel.claimed(native, lambda counter: native.winograd_outputs(x, weight, bias, y, v, counter, *layer,
+                                                                             part, relu, residual), share, macs)
+            return y
+        return outputs
+
+    def bands(x, residual=None):
         y = np.empty((n, k, ho, wo), np.float32)
         u = np.empty((16, k, c), np.float32)        # transformed by the threads first, in the same call
         parallel.claimed(native, lambda counter: native.winograd_bands(x, u, bias, y, counter, *layer, part, relu,
                                                                        weight, residual), share, macs)
         return y
-    if way == "channels":
-        y = _channels_shared(native, x, weight, bias, layer, share)
-    else:
-        y = _numpy_bands(native, x, _transformed(native, weight, share), bias, layer, part, (share, macs))
-    return fusion.relu(y) if relu else y
+    return bands
 
 
 def _transformed(native, weight, share: int = 1):
