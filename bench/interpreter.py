@@ -233,10 +233,11 @@ def main() -> None:
         got = {t: {} for t in args.threads}
         each = {t: {e: [] for e in ENGINES} for t in args.threads}
         # the engines' processes take turns, and so do the thread counts: the load drifts, and
-        # both counts' ratios are measured under the same drift
-        for _ in range(args.repeat):
+        # both counts' ratios are measured under the same drift; each turn starts with another
+        # engine, so none always runs first (after the last turn's processes let go of memory)
+        for turn in range(args.repeat):
             for threads in args.threads:
-                for e in ENGINES:
+                for e in ENGINES[turn % len(ENGINES):] + ENGINES[:turn % len(ENGINES)]:
                     r = measure(e, model, threads, args.rounds, args.warmup, args.seconds)
                     each[threads][e].append(statistics.median(r["times"]))
                     kept = got[threads].get(e)
