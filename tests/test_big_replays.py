@@ -167,3 +167,29 @@ def test_a_flat_run_stops_in_time_at_its_op(native, flat_runs):
     with pytest.raises(RunError, match=r"longer than 1e-09 s \(--timeout\); stopped at conv") as stopped:
         session.run({"x": X, "unread": SMALL}, timeout=1e-9)
     assert len(flat_runs) == 2 and stopped.value.loc[0] == 3 + 4       # the first conv, after the consts
+
+
+def test_a_loop_body_of_convs_runs_flat_and_gives_each_pass_its_value(native, flat_runs):
+    """A while_loop's body (a conv with its relu folded in, its weight a const of the body,
+    and a counter) is a block of its own: from its third pass on it runs flat, checked against
+    the bytes the scopes around it hold; each pass's result is the kernels'."""
+    w = RNG.standard_normal((8, 8, 3, 3)).astype(np.float32) / 6
+    text = program("""    %y, %k = while_loop(loop_vars=(%x, %n), name="passes")
+      block1(%a: (1, 8, 12, 12, fp32), %i: (1, fp32)) {
+        %c: (1, bool) = greater(x=%i, y=0.0)
+      } -> (%c)
+      block2(%a: (1, 8, 12, 12, fp32), %i: (1, fp32)) {
+    """ + const("w", w) + """        %b: (1, 8, 12, 12, fp32) = conv(x=%a, weight=%w, pad_type="same")
+        %r: (1, 8, 12, 12, fp32) = relu(x=%b)
+        %j: (1, fp32) = sub(x=%i, y=1.0)
+      } -> (%r, %j)
+""", "%x: (1, 8, 12, 12, fp32), %n: (1, fp32)", "%y")
+    x = RNG.standard_normal((1, 8, 12, 12)).astype(np.float32)
+    session = Session(miltext.loads(text))
+    for passes in (6, 1, 6):
+        got = session.run({"x": x, "n": np.array([passes], np.float32)})["y"]
+        want = Session(miltext.loads(text)).run({"x": x, "n": np.array([passes], np.float32)},
+                                                observer=lambda *args: None)["y"]
+        assert got.tobytes() == want.tobytes()
+    # the body's flat runs (its conv and its sub): passes 3 to 6 of the first run, then every pass
+    assert flat_runs.count(2) == 4 + 1 + 6
