@@ -193,3 +193,21 @@ def test_a_loop_body_of_convs_runs_flat_and_gives_each_pass_its_value(native, fl
         assert got.tobytes() == want.tobytes()
     # the body's flat runs (its conv and its sub): passes 3 to 6 of the first run, then every pass
     assert flat_runs.count(2) == 4 + 1 + 6
+
+
+def test_a_conv_whose_weight_is_made_at_each_run_keeps_no_replay(native, kernel_calls, flat_runs):
+    """conv_quantized dequantizes its weight at each run: a replay would hold that fp32 copy
+    between runs, beyond what the run's memory checks counted, so its kernel runs every time."""
+    q = RNG.integers(0, 255, (8, 8, 3, 3), dtype=np.uint8)
+    text = program(f'    %c: (1, 8, 16, 16, fp32) = conv_quantized(x=%x, weight=(8, 8, 3, 3, uint8)({q.ravel().tolist()}), '
+                   'quantization_type="linear", quant_scale=fp32(0.01), quant_bias=fp32(-1.0), pad_type="same")\n'
+                   '    %y: (1, 8, 16, 16, fp32) = relu(x=%c)\n', "%x: (1, 8, 16, 16, fp32)", "%y")
+    x = RNG.standard_normal((1, 8, 16, 16)).astype(np.float32)
+    want = observed(text, {"x": x})[0]["y"]
+    del kernel_calls[:]
+    session = Session(miltext.loads(text))
+    for _ in range(4):
+        assert session.run({"x": x})["y"].tobytes() == want.tobytes()
+    assert kernel_calls.count("conv_quantized") == 4 and not flat_runs
+    assert not any(step.replay and step.replay.big for _, steps in session._evaluator._plans.values()
+                   for step in steps)

@@ -185,8 +185,10 @@ def _conv(a, weight):
         a.allow_each(path.needs)
         compute = (winograd if type(path) is winograd.Plan else conv_bands).caller(native, weight, path, bias, in_parts)
         y = compute(xf, residual if added else None)
-        if added and in_parts == a.relu and xf is x:
-            a.replayable_big(compute, "x")      # the C call alone, with the folded relu and add
+        # the C call alone, with the folded relu and add, where it keeps no array of its own
+        # (a weight made at each run, an fp16 one widened or a quantized one, would stay held)
+        if added and in_parts == a.relu and xf is x and weight is a("weight") and weight.flags.c_contiguous:
+            a.replayable_big(compute, "x")
     else:
         a.allow(x.shape[:2] + tuple(n + b + e for n, (b, e) in zip(x.shape[2:], around)), 4, "the padded input")
         inside = padded(xf, around) if any(b or e for b, e in around) else xf
