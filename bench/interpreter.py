@@ -225,7 +225,7 @@ def main() -> None:
     print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}"
           f"{'one-shot ms':>12}{'peak MB m/o/t':>18}{'run peak':>9}{'w+2a MB':>9}{'max err':>9}"
           f"{'/ort each':>12}{'/torch each':>12}")
-    cpu_rows = []
+    cpu_rows, turn_rows = [], []
     for model in args.models:
         sizes = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--sizes", model],
                                           capture_output=True, text=True, check=True, env=thread_env(1)).stdout)
@@ -251,6 +251,8 @@ def main() -> None:
         for threads in args.threads:
             print(row(model, threads, got[threads], each[threads], weights, largest), flush=True)
             cpu_rows.append(cpu_row(model, threads, got[threads]))
+            turn_rows.append(f"{model:<11}{threads:>4}  " + "  ".join(
+                f"{m / o:.2f}" for m, o in zip(each[threads]["miltext"], each[threads]["onnxruntime"])))
         last = got[args.threads[-1]]
         print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(last['miltext'].get('blas', []))}, "
               f"onnxruntime/torch: {'; '.join(last['torch'].get('blas', []))}")
@@ -262,6 +264,8 @@ def main() -> None:
           "onnxruntime, torch); run peak: miltext's high-water mark over its runs less what it held before "
           "them (the weights it maps in count); w+2a: the model's weights + twice its largest activation; "
           "/ort each, /torch each: the lowest and highest ratio of one repeat's processes (how far the load moved it)")
+    print("\nmiltext / onnxruntime in each turn (a turn's processes ran within seconds of each other):")
+    print("\n".join(turn_rows))
 
 
 if __name__ == "__main__":
