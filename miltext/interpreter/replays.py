@@ -95,14 +95,14 @@ class Chain:
         layout = self.now(env)
         if layout is None:
             return None
-        return layout, (held(env) if any(step.replay is not None and step.replay.big for step in steps) else 0)
+        return layout, (held(env) if _has_big(steps) else 0)
 
     def settle(self, start, steps: list, outputs: list, limit: int, setting) -> None:
         """start's layout and bytes, kept when the run went through every step by its replay
         or (a big op) by a kernel that made its replay afresh (None: it did not), with the run's
         limit and setting() (asked only with big replays), and the block laid out flat for it."""
         layout, base = start if start is not None else (None, 0)
-        big = layout is not None and any(step.replay is not None and step.replay.big for step in steps)
+        big = layout is not None and _has_big(steps)
         # a big replay is made afresh at each run of its kernel: the flat block takes the new ones
         if layout is None or layout != self.layout or self.run is None or big:
             self.run = None if layout is None else _Flat(steps, outputs)
@@ -197,6 +197,11 @@ class _Flat:
         except KERNEL_FAILURES as e:
             raise failure(at, e) from None
         return [values[index] for index in self.outputs]
+
+
+def _has_big(steps: list) -> bool:
+    """Whether a step of `steps` holds a big replay."""
+    return any(step.replay is not None and step.replay.big for step in steps)
 
 
 def _no_inputs(values) -> tuple:
