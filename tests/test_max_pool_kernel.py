@@ -134,3 +134,27 @@ def test_the_c_function_refuses_what_it_cannot_take():
         _fastkernels.max_pool(x.astype(np.float64), y, 2, 4, 4, 2, 2, 2, 2, 0, 0, 2, 2)
     _fastkernels.max_pool(np.arange(32, dtype=np.float32).reshape(2, 4, 4), y, 2, 4, 4, 2, 2, 2, 2, 0, 0, 2, 2)
     np.testing.assert_array_equal(y, [[[5, 7], [13, 15]], [[21, 23], [29, 31]]])
+
+
+def test_random_geometries_hold_to_the_definition():
+    """300 small pools of random kernels, strides and padding (windows wholly in the padding on
+    either side among them), NaN in some, straight through the C function: each output is the
+    max of its window of the input padded with -inf, NaN winning."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        kh, kw = (int(v) for v in rng.integers(1, 5, 2))
+        sh, sw = (int(v) for v in rng.integers(1, 4, 2))
+        top, bottom, left, right = (int(v) for v in rng.integers(0, 6, 4))
+        h, w = int(rng.integers(1, 12)), int(rng.integers(1, 40))
+        ho, wo = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
+        if ho <= 0 or wo <= 0:
+            continue
+        x = rng.standard_normal((2, h, w)).astype(np.float32)
+        if rng.random() < 0.3:
+            x.flat[rng.integers(0, x.size)] = np.nan
+        inside = np.pad(x, ((0, 0), (top, bottom), (left, right)), constant_values=-np.inf)
+        want = np.lib.stride_tricks.sliding_window_view(inside, (kh, kw), axis=(1, 2))[:, ::sh, ::sw][:, :ho, :wo]
+        want = want.max(axis=(-2, -1))
+        got = np.full((2, ho, wo), 7.0, np.float32)
+        _fastkernels.max_pool(x, got, 2, h, w, kh, kw, sh, sw, top, left, ho, wo)
+        np.testing.assert_array_equal(got, want, err_msg=f"{(h, w, kh, kw, sh, sw, top, bottom, left, right)}")

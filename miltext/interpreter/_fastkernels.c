@@ -478,17 +478,25 @@ max_pool_loop(const float *restrict xs, float *restrict ys, Py_ssize_t planes, P
             for (Py_ssize_t j = 1; j < kw; j++)
                 for (Py_ssize_t i = 0; i + j < w; i++)
                     slide[i] = max_nan(slide[i], line[i + j]);
-            for (Py_ssize_t ox = 0; ox < wo; ox++) {
-                Py_ssize_t x0 = ox * sw - left;
-                if (x0 >= 0)                                /* past the row: padding only */
-                    out[ox] = x0 < w ? slide[x0] : -INFINITY;
-                else {                                      /* a window that starts in the padding */
-                    float m = -INFINITY;
-                    for (Py_ssize_t i = 0; i < x0 + kw && i < w; i++)
-                        m = max_nan(m, line[i]);
-                    out[ox] = m;
-                }
+            /* windows from ox0 to ox1 start inside the row; before, in the padding; after, past
+             * the row (padding only) */
+            Py_ssize_t ox0 = (left + sw - 1) / sw, ox1 = (w - 1 + left) / sw + 1;
+            ox1 = ox1 < wo ? ox1 : wo;
+            ox0 = ox0 < ox1 ? ox0 : ox1;
+            for (Py_ssize_t ox = 0; ox < ox0; ox++) {
+                float m = -INFINITY;
+                for (Py_ssize_t i = 0; i < ox * sw - left + kw && i < w; i++)
+                    m = max_nan(m, line[i]);
+                out[ox] = m;
             }
+            if (sw == 2)                                    /* a constant stride: vectorized */
+                for (Py_ssize_t ox = ox0; ox < ox1; ox++)
+                    out[ox] = slide[2 * ox - left];
+            else
+                for (Py_ssize_t ox = ox0; ox < ox1; ox++)
+                    out[ox] = slide[ox * sw - left];
+            for (Py_ssize_t ox = ox1; ox < wo; ox++)
+                out[ox] = -INFINITY;
         }
 }
 
@@ -615,6 +623,9 @@ conv_cols_loop(const float *restrict xs, float *restrict cols, Py_ssize_t c, Py_
                     if (sw == 1)
                         for (; q < q1; q++)
                             out[q] = line[q + shift];
+                    else if (sw == 2)                       /* a constant stride: vectorized */
+                        for (; q < q1; q++)
+                            out[q] = line[2 * q + shift];
                     else
                         for (; q < q1; q++)
                             out[q] = line[q * sw + shift];
