@@ -1,13 +1,15 @@
 """miltext run against onnxruntime and torch eager on the same torch modules (a ResNet-18, a
 GPT-2-small block, a 4-layer decoder of small ops; bench/interpreter_models.py), as a user runs
 them: each engine in a process of its own (no library's idle threads take another's cores), at
-1 and 2 threads, warm-up runs excluded; medians, the ratios to onnxruntime and torch, and each
-process's peak memory (VmHWM) beside the model's weights and largest activation.
+1 and 2 threads, warm-up runs excluded, the processes taking turns in short slices so that each
+cycle's ratios are paired measurements under the same load; medians, the ratios to onnxruntime
+and torch, and each process's peak memory (VmHWM) beside the model's weights and largest
+activation.
 
 torch, onnx, onnxruntime and coremltools come from a venv of the benchmark's own,
 bench/.venv-peers (made here on first use; never the test run's); miltext runs in .venv.
 
-    .venv/bin/python bench/interpreter.py [--rounds 10] [--seconds 1] [--repeat 1] [--threads 1 2] [--models decoder]
+    .venv/bin/python bench/interpreter.py [--cycles 8] [--seconds 0.5] [--threads 1 2] [--models decoder]
 """
 from __future__ import annotations
 
@@ -60,11 +62,14 @@ def reset_peak() -> int:
     return peak_bytes("VmRSS")
 
 
-# The most timed runs a process makes, whatever --seconds asks (a decoder's run is ~0.3 ms).
+# The most timed runs one slice makes, whatever --seconds asks (a decoder's run is ~0.3 ms).
 MOST_ROUNDS = 20_000
 
 
-def worker(engine: str, model: str, threads: int, rounds: int, warmup: int, seconds: float) -> dict:
+def worker(engine: str, model: str, threads: int, warmup: int) -> None:
+    """One engine's process: the model loaded and warmed up, then a slice of timed runs for
+    each `run SECONDS ROUNDS` line on stdin (at least ROUNDS runs, on until they took SECONDS),
+    answered with a line of JSON; at `end`, what it holds (peak memory, error, BLAS)."""
     import time
 
     import numpy as np
@@ -107,14 +112,19 @@ def worker(engine: str, model: str, threads: int, rounds: int, warmup: int, seco
     for _ in range(warmup):
         got = step()
     info["run_peak"] = peak_bytes() - held
-    times, cpu = [], []
-    # at least `rounds` runs, and on until they took `seconds`: a small model's median is then
-    # of thousands of runs, not of a few milliseconds a passing load can fill
-    while len(times) < rounds or (sum(times) < seconds and len(times) < MOST_ROUNDS):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        got = step()
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        command = line.split()
+        if command[0] != "run":
+            break
+        seconds, rounds = float(command[1]), int(command[2])
+        times, cpu = [], []
+        while len(times) < rounds or (sum(times) < seconds and len(times) < MOST_ROUNDS):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            got = step()
+            times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+        print(json.dumps({"times": times, "cpu": cpu}), flush=True)
     if engine == "miltext":   # which BLAS kernel numpy runs: threadpoolctl from the peers' venv
         sys.path += [os.path.join(PEERS, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")]
     try:
@@ -123,8 +133,8 @@ def worker(engine: str, model: str, threads: int, rounds: int, warmup: int, seco
                         for i in threadpool_info()]
     except ImportError:
         pass
-    err = float(np.abs(np.asarray(got, np.float64) - want).max() / max(np.abs(want).max(), 1e-6))
-    return {"times": times, "cpu": cpu, "peak": peak_bytes(), "base": base, "error": err, **info}
+    info["error"] = float(np.abs(np.asarray(got, np.float64) - want).max() / max(np.abs(want).max(), 1e-6))
+    print(json.dumps({"peak": peak_bytes(), "base": base, **info}), flush=True)
 
 
 def _eager(model: str):
@@ -164,56 +174,114 @@ def activation_sizes(model: str) -> tuple[int, int]:
 
 
 # ---- the driver --------------------------------------------------------------------------
-def measure(engine: str, model: str, threads: int, rounds: int, warmup: int, seconds: float) -> dict:
-    python = sys.executable if engine == "miltext" else PEER_PYTHON
-    out = subprocess.run([python, os.path.abspath(__file__), "--worker", engine, model, str(threads),
-                          str(rounds), str(warmup), str(seconds)], env=thread_env(threads), capture_output=True,
-                         text=True)
-    if out.returncode:
-        raise SystemExit(f"{engine} on {model} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+class Engine:
+    """An engine's worker process for one model at one thread count, kept for the whole
+    measurement: its slices of runs (`times`, `cpu`: each slice's list) and, once ended, what
+    it reports of itself."""
+
+    def __init__(self, engine: str, model: str, threads: int, warmup: int):
+        self.name, self.times, self.cpu, self.report = engine, [], [], {}
+        python = sys.executable if engine == "miltext" else PEER_PYTHON
+        self.process = subprocess.Popen([python, os.path.abspath(__file__), "--worker", engine, model, str(threads),
+                                         str(warmup)], env=thread_env(threads), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._answer()          # loaded and warmed up
+
+    def _answer(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"{self.name} failed:\n{self.process.stderr.read()[-3000:]}")
+        return json.loads(line)
+
+    def slice(self, seconds: float, rounds: int) -> float:
+        """A slice of timed runs; their median."""
+        self.process.stdin.write(f"run {seconds} {rounds}\n")
+        self.process.stdin.flush()
+        got = self._answer()
+        self.times.append(got["times"])
+        self.cpu.append(got["cpu"])
+        return statistics.median(got["times"])
+
+    def end(self) -> None:
+        self.process.stdin.write("end\n")
+        self.process.stdin.flush()
+        self.report = self._answer()
+        self.process.wait()
+
+    def median(self, what: str = "times") -> float:
+        return statistics.median(t for part in getattr(self, what) for t in part)
 
 
-def spread(each: dict, peer: str) -> str:
-    """The lowest and highest ratio of miltext's median to `peer`'s over the repeats, each
-    repeat's processes taken together (a ratio of medians across the turns hides the drift)."""
-    ratios = [m / p for m, p in zip(each["miltext"], each[peer])]
-    return f"{min(ratios):.2f}-{max(ratios):.2f}"
+def quartiles(values: list) -> tuple:
+    """The lower quartile, median and upper quartile of `values`."""
+    if len(values) == 1:
+        return values * 3
+    low, mid, high = statistics.quantiles(values, n=4, method="inclusive")
+    return low, mid, high
 
 
-def row(model: str, threads: int, got: dict, each: dict, weights: int, largest: int) -> str:
-    """One line of the table: medians over every process's runs, their ratios, peaks, the spread."""
-    med = {e: statistics.median(r["times"]) * 1e3 for e, r in got.items()}
-    peaks = "/".join(f"{(r['peak'] - r['base']) / 1e6:.0f}" for r in got.values())
+def row(model: str, threads: int, engines: dict, paired: dict, weights: int, largest: int) -> str:
+    """One line of the table: medians over every slice's runs, the median of the paired ratios
+    (each cycle's slices, run within a second or two of each other) and their quartiles, peaks."""
+    med = {e: engines[e].median() * 1e3 for e in ENGINES}
+    mine = engines["miltext"].report
+    peaks = "/".join(f"{(engines[e].report['peak'] - engines[e].report['base']) / 1e6:.0f}" for e in ENGINES)
+    spreads = ["{:.2f}-{:.2f}".format(*quartiles(paired[p])[::2]) for p in ("onnxruntime", "torch")]
     return (f"{model:<11}{threads:>4}{med['miltext']:>11.2f}{med['onnxruntime']:>9.2f}{med['torch']:>9.2f}"
-            f"{med['miltext'] / med['onnxruntime']:>6.2f}x{med['miltext'] / med['torch']:>6.2f}x"
-            f"{got['miltext']['one_shot'] * 1e3:>12.1f}{peaks:>18}{got['miltext']['run_peak'] / 1e6:>9.1f}"
-            f"{(weights + 2 * largest) / 1e6:>9.1f}"
-            f"{got['miltext']['error']:>9.1e}{spread(each, 'onnxruntime'):>12}{spread(each, 'torch'):>12}")
+            f"{statistics.median(paired['onnxruntime']):>6.2f}x{statistics.median(paired['torch']):>6.2f}x"
+            f"{mine['one_shot'] * 1e3:>12.1f}{peaks:>18}{mine['run_peak'] / 1e6:>9.1f}"
+            f"{(weights + 2 * largest) / 1e6:>9.1f}{mine['error']:>9.1e}{spreads[0]:>12}{spreads[1]:>12}")
 
 
-def cpu_row(model: str, threads: int, got: dict) -> str:
-    cpu = {e: statistics.median(r["cpu"]) * 1e3 for e, r in got.items()}
+def cpu_row(model: str, threads: int, engines: dict) -> str:
+    cpu = {e: engines[e].median("cpu") * 1e3 for e in ENGINES}
     return (f"{model:<11}{threads:>4}{cpu['miltext']:>11.2f}{cpu['onnxruntime']:>9.2f}"
             f"{cpu['torch']:>9.2f}{cpu['miltext'] / cpu['onnxruntime']:>6.2f}x"
             f"{cpu['miltext'] / cpu['torch']:>6.2f}x")
 
 
+def measure(model: str, args) -> tuple[dict, dict]:
+    """Every engine at every thread count, each a process of its own kept for the whole
+    measurement, taking turns in short slices: `--cycles` cycles, each a slice of every
+    process (the engines' order rotating, so none always runs first), a rest between slices
+    for the last one's spinning threads to go quiet (onnxruntime's spin ~50 ms after a run,
+    torch's and miltext's less). The machine's load drifts over seconds;
+    a cycle's slices share it, so each cycle's ratios are paired measurements. Returns the
+    engines ({threads: {engine: Engine}}) and the paired ratios ({threads: {peer: [a ratio
+    each cycle]}})."""
+    import time
+    engines = {t: {e: Engine(e, model, t, args.warmup) for e in ENGINES} for t in args.threads}
+    paired = {t: {p: [] for p in ENGINES[1:]} for t in args.threads}
+    for cycle in range(args.cycles):
+        for threads in args.threads:
+            medians = {}
+            for e in ENGINES[cycle % len(ENGINES):] + ENGINES[:cycle % len(ENGINES)]:
+                time.sleep(args.rest)
+                medians[e] = engines[threads][e].slice(args.seconds, args.rounds)
+            for peer in ENGINES[1:]:
+                paired[threads][peer].append(medians["miltext"] / medians[peer])
+    for by_engine in engines.values():
+        for engine in by_engine.values():
+            engine.end()
+    return engines, paired
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=10, help="timed runs per process")
-    ap.add_argument("--repeat", type=int, default=1, help="turns: a process of every engine at every thread count each")
-    ap.add_argument("--seconds", type=float, default=1.0,
-                    help="and on until the timed runs took this long (at most %d runs)" % MOST_ROUNDS)
-    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--cycles", type=int, default=8, help="cycles: a slice of runs of every engine at every thread count each")
+    ap.add_argument("--rounds", type=int, default=3, help="timed runs a slice makes at least")
+    ap.add_argument("--seconds", type=float, default=0.5,
+                    help="and on until the slice's runs took this long (at most %d runs)" % MOST_ROUNDS)
+    ap.add_argument("--rest", type=float, default=0.2, help="seconds between slices (the last engine's threads go quiet)")
+    ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--sizes", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        engine, model, threads, rounds, warmup, seconds = args.worker
-        print(json.dumps(worker(engine, model, int(threads), int(rounds), int(warmup), float(seconds))))
+        engine, model, threads, warmup = args.worker
+        worker(engine, model, int(threads), int(warmup))
         return
     if args.sizes:
         print(json.dumps(activation_sizes(args.sizes)))
@@ -224,48 +292,42 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}"
           f"{'one-shot ms':>12}{'peak MB m/o/t':>18}{'run peak':>9}{'w+2a MB':>9}{'max err':>9}"
-          f"{'/ort each':>12}{'/torch each':>12}")
-    cpu_rows, turn_rows = [], []
+          f"{'/ort IQR':>12}{'/torch IQR':>12}")
+    cpu_rows, cycle_rows, scaling_rows = [], [], []
     for model in args.models:
         sizes = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--sizes", model],
                                           capture_output=True, text=True, check=True, env=thread_env(1)).stdout)
         weights, largest = sizes
-        got = {t: {} for t in args.threads}
-        each = {t: {e: [] for e in ENGINES} for t in args.threads}
-        # the engines' processes take turns, and so do the thread counts: the load drifts, and
-        # both counts' ratios are measured under the same drift; each turn starts with another
-        # engine, so none always runs first (after the last turn's processes let go of memory)
-        for turn in range(args.repeat):
-            for threads in args.threads:
-                for e in ENGINES[turn % len(ENGINES):] + ENGINES[:turn % len(ENGINES)]:
-                    r = measure(e, model, threads, args.rounds, args.warmup, args.seconds)
-                    each[threads][e].append(statistics.median(r["times"]))
-                    kept = got[threads].get(e)
-                    if kept is not None:
-                        r["times"] += kept["times"]
-                        r["cpu"] += kept["cpu"]
-                        for key in ("peak", "run_peak", "one_shot"):
-                            if key in r:
-                                r[key] = max(r[key], kept[key])
-                    got[threads][e] = r
+        engines, paired = measure(model, args)
         for threads in args.threads:
-            print(row(model, threads, got[threads], each[threads], weights, largest), flush=True)
-            cpu_rows.append(cpu_row(model, threads, got[threads]))
-            turn_rows.append(f"{model:<11}{threads:>4}  " + "  ".join(
-                f"{m / o:.2f}" for m, o in zip(each[threads]["miltext"], each[threads]["onnxruntime"])))
-        last = got[args.threads[-1]]
-        print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(last['miltext'].get('blas', []))}, "
-              f"onnxruntime/torch: {'; '.join(last['torch'].get('blas', []))}")
+            print(row(model, threads, engines[threads], paired[threads], weights, largest), flush=True)
+            cpu_rows.append(cpu_row(model, threads, engines[threads]))
+            cycle_rows.append(f"{model:<11}{threads:>4}  " + "  ".join(f"{r:.2f}" for r in paired[threads]["onnxruntime"]))
+        if len(args.threads) > 1:
+            first, last = args.threads[0], args.threads[-1]
+            scaling_rows.append(f"{model:<11}" + "".join(
+                "{:>14.2f} ({:.2f}-{:.2f})".format(*(lambda q: (q[1], q[0], q[2]))(quartiles(
+                    [b / a for a, b in zip(paired[first][peer], paired[last][peer])])))
+                for peer in ENGINES[1:]))
+        blas = engines[args.threads[-1]]
+        print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(blas['miltext'].report.get('blas', []))}, "
+              f"onnxruntime/torch: {'; '.join(blas['torch'].report.get('blas', []))}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("\nCPU time (process_time; at one thread it leaves out the waits for a core a loaded machine adds):")
     print(f"{'model':<11}{'thr':>4}{'miltext ms':>11}{'ort ms':>9}{'torch ms':>9}{'/ort':>7}{'/torch':>7}")
     print("\n".join(cpu_rows))
-    print("peak MB: each process's high-water mark less its own before loading the model (m/o/t: miltext, "
-          "onnxruntime, torch); run peak: miltext's high-water mark over its runs less what it held before "
-          "them (the weights it maps in count); w+2a: the model's weights + twice its largest activation; "
-          "/ort each, /torch each: the lowest and highest ratio of one repeat's processes (how far the load moved it)")
-    print("\nmiltext / onnxruntime in each turn (a turn's processes ran within seconds of each other):")
-    print("\n".join(turn_rows))
+    print("ms: medians over every slice's runs; /ort, /torch: the median of the paired ratios (each cycle's "
+          "slices ran within seconds of each other, under the same load) and their quartiles (IQR); peak MB: "
+          "each process's high-water mark less its own before loading the model (m/o/t: miltext, onnxruntime, "
+          "torch); run peak: miltext's high-water mark over its warm-up runs less what it held before them (the "
+          "weights it maps in count); w+2a: the model's weights + twice its largest activation")
+    if scaling_rows:
+        print(f"\nmiltext's ratio at {args.threads[-1]} threads over its ratio at {args.threads[0]} in the same cycle "
+              "(below 1: miltext gains more from the threads than the peer), median (quartiles):")
+        print(f"{'model':<11}{'vs onnxruntime':>27}{'vs torch':>27}")
+        print("\n".join(scaling_rows))
+    print("\nmiltext / onnxruntime in each cycle:")
+    print("\n".join(cycle_rows))
 
 
 if __name__ == "__main__":
