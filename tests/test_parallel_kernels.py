@@ -281,6 +281,49 @@ def test_a_products_column_blocks_in_c_give_numpys_product(monkeypatch):
         native.product_columns(a, w.astype(np.float64), b, y, np.zeros(1, np.int64), 40, 96, 1000, 100, True, True)
 
 
+def test_a_stack_of_products_reads_views_in_place_and_takes_each_entry_once(monkeypatch):
+    """products (attention's heads, taken from a counter): views of a split, either operand's
+    transpose, a broadcast dim, to the product in float64; every entry once however many
+    threads share the counter; views it cannot read in place refused, and parallel.matmul
+    copying those first."""
+    native = fast_kernels.loaded()
+    if native is None or not fast_kernels.multiplies(native):
+        pytest.skip("no C kernels that multiply (another BLAS than NumPy's bundled OpenBLAS)")
+    qkv = RNG.standard_normal((2, 40, 3 * 4 * 16), np.float32).reshape(2, 40, 3, 4, 16).transpose(2, 0, 3, 1, 4)
+    q, k, v = qkv                                                  # (2, 4, 40, 16) views, rows 192 floats apart
+    scores = RNG.standard_normal((2, 4, 40, 40), np.float32)
+    one = RNG.standard_normal((1, 4, 16, 40), np.float32)
+    for x, y in ((q, np.swapaxes(k, -1, -2)), (scores, v), (np.swapaxes(q, -1, -2), k),
+                 (q, np.broadcast_to(one, (2, 4, 16, 40))), (np.ascontiguousarray(q), np.ascontiguousarray(
+                     np.swapaxes(k, -1, -2)))):
+        want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+        out = np.full(want.shape, np.nan, np.float32)
+        spent = np.zeros(1, np.int64)
+        assert native.products(x, y, out, spent) == 8                  # 2 x 4 matrices
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+        takes_each_part_once(lambda counter, into, x=x, y=y: native.products(x, y, into, counter), spent, out, 8, 5,
+                             np.s_[1, 1:])                              # from 5: entries (1, 1) .. (1, 3)
+    out = np.empty((2, 4, 40, 40), np.float32)
+    for x, y in ((q[..., ::2], np.swapaxes(k, -1, -2)[..., ::2, :]),    # neither rows nor columns one float apart
+                 (q, np.swapaxes(k, -1, -2)[:, :, :15]),                 # k of 16 against 15
+                 (q[:, ::-1], np.swapaxes(k, -1, -2)),                   # a stack dim read backwards
+                 (q[:1], np.swapaxes(k, -1, -2))):                       # stacks of other sizes
+        with pytest.raises(ValueError):
+            native.products(x, y, out, np.zeros(1, np.int64))
+    with pytest.raises(ValueError):
+        native.products(q, np.swapaxes(k, -1, -2), out[:1], np.zeros(1, np.int64))     # out of another size
+    with pytest.raises(TypeError):
+        native.products(q, np.swapaxes(k, -1, -2), out.astype(np.float64), np.zeros(1, np.int64))
+    # parallel.matmul: a view it cannot read in place copied first, a broadcast dim of 1, on two threads
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))
+    for x, y in ((q[..., ::2], np.swapaxes(k, -1, -2)[..., ::2, :]), (q[:1], np.swapaxes(k, -1, -2)),
+                 (q[:, ::-1], np.swapaxes(k, -1, -2))):
+        want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+        got = np.full(want.shape, np.nan, np.float32)
+        parallel.matmul(x, y, got, 2)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
 def test_a_negative_pad_is_refused_in_plain_words():
     text = ('main[CoreML7](%x: (1, 2, 8, 8, fp32), %w: (2, 2, 3, 3, fp32)) {\n  block0() {\n'
             '    %y = conv(x=%x, weight=%w, pad_type="custom", pad=[-1, 2, 1, 1], name="y")\n  } -> (%y)\n}\n')

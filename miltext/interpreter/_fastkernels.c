@@ -1133,19 +1133,28 @@ typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, i
 static void *sgemm_address = NULL;
 static int sgemm_ilp64 = 0;
 
-/* c (m x n, rows ldc apart) = a (m x k, rows lda apart) times b (k x n, rows ldb apart; or, when
- * b_transposed, b's transpose: n x k, rows ldb apart), all row-major. */
+/* c (m x n, rows ldc apart) = a (m x k, rows lda apart; or, when a_transposed, a's transpose:
+ * k x m, rows lda apart) times b (k x n, rows ldb apart; or, when b_transposed, b's transpose:
+ * n x k, rows ldb apart), all row-major. */
+static void
+sgemm_ex(int a_transposed, int b_transposed, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const float *a, Py_ssize_t lda,
+         const float *b, Py_ssize_t ldb, float *c, Py_ssize_t ldc)
+{
+    enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };       /* cblas.h's values */
+    int ta = a_transposed ? TRANS : NO_TRANS, tb = b_transposed ? TRANS : NO_TRANS;
+    if (sgemm_ilp64)
+        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    else
+        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
+                                    0.0f, c, (int)ldc);
+}
+
+/* sgemm_ex with a as given. */
 static void
 sgemm(int b_transposed, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const float *a, Py_ssize_t lda, const float *b,
       Py_ssize_t ldb, float *c, Py_ssize_t ldc)
 {
-    enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };       /* cblas.h's values */
-    int tb = b_transposed ? TRANS : NO_TRANS;
-    if (sgemm_ilp64)
-        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-    else
-        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
-                                    0.0f, c, (int)ldc);
+    sgemm_ex(0, b_transposed, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 static PyObject *
@@ -1873,6 +1882,132 @@ product_columns(PyObject *self, PyObject *args)
     return released_parts(&a, ran < 0 ? NULL : PyLong_FromSsize_t(ran));
 }
 
+/* ---- A stack of matrix products (attention's, a head each): the stack's entries taken from
+ * a counter. The operands are views read in place through their strides (a head of a split
+ * is one: a copy of it cost more than its product), the BLAS told each matrix's row stride. */
+
+#define STACK_DIMS 8
+
+/* A view's layout as a stack of matrices, from its buffer (so no pointer goes past it): the
+ * stack's dims' strides in bytes, the matrices' rows, columns and row stride (floats), and
+ * whether they are given transposed (columns one float apart: not; rows one float apart:
+ * transposed). -1 where the view is none of these (or strides are negative, or rows overlap). */
+typedef struct {
+    Py_ssize_t strides[STACK_DIMS];
+    Py_ssize_t rows, cols, ld;
+    int transposed;
+} stack_view;
+
+static int
+stack_layout(const Py_buffer *v, Py_ssize_t dims, stack_view *out)
+{
+    if (v->ndim != dims + 2 || v->strides == NULL)
+        return -1;
+    const Py_ssize_t *st = v->strides + dims, *sh = v->shape + dims;
+    for (Py_ssize_t d = 0; d < dims; d++) {
+        if (v->strides[d] < 0)
+            return -1;
+        out->strides[d] = v->strides[d];
+    }
+    out->rows = sh[0], out->cols = sh[1];
+    /* a dim of one has any stride: it is read as the contiguous one */
+    Py_ssize_t row_stride = sh[0] == 1 ? sh[1] * 4 : st[0], col_stride = sh[1] == 1 ? 4 : st[1];
+    if (col_stride == 4 && row_stride % 4 == 0 && row_stride >= sh[1] * 4) {
+        out->transposed = 0, out->ld = row_stride / 4;
+        return 0;
+    }
+    row_stride = sh[0] == 1 ? 4 : st[0], col_stride = sh[1] == 1 ? sh[0] * 4 : st[1];
+    if (row_stride == 4 && col_stride % 4 == 0 && col_stride >= sh[0] * 4) {
+        out->transposed = 1, out->ld = col_stride / 4;
+        return 0;
+    }
+    return -1;
+}
+
+typedef struct {
+    job base;
+    const char *x, *y;
+    float *out;
+    int64_t *counter;
+    Py_ssize_t entries, dims, shape[STACK_DIMS];
+    stack_view xv, yv;
+    Py_ssize_t m, k, n;
+} stack_job;
+
+static Py_ssize_t
+stack_parts(job *base, float *unused)
+{
+    const stack_job *j = (const stack_job *)base;
+    Py_ssize_t ran = 0, part;
+    while ((part = next_part(j->counter, j->entries)) >= 0) {
+        Py_ssize_t rest = part, xo = 0, yo = 0;
+        for (Py_ssize_t d = j->dims - 1; d >= 0; d--) {
+            Py_ssize_t i = rest % j->shape[d];
+            rest /= j->shape[d];
+            xo += i * j->xv.strides[d], yo += i * j->yv.strides[d];
+        }
+        sgemm_ex(j->xv.transposed, j->yv.transposed, j->m, j->n, j->k, (const float *)(j->x + xo), j->xv.ld,
+                 (const float *)(j->y + yo), j->yv.ld, j->out + (size_t)part * j->m * j->n, j->n);
+        ran++;
+    }
+    return ran;
+}
+
+/* products(x, y, out, counter): each matrix of the stack x (..., m, k) times the matching one
+ * of y (..., k, n) into out (..., m, n; C-contiguous): x and y float32 views of out's stack
+ * dims (a dim of 1 broadcast as stride 0 is fine), each matrix's rows or columns one float
+ * apart; entries taken from counter[0], shared with counter[1] spinning workers when the
+ * counter has it; the count this thread ran. ValueError for views it cannot read in place. */
+static PyObject *
+products(PyObject *self, PyObject *args)
+{
+    PyObject *xo, *yo, *oo, *co;
+    Py_buffer x, y, out, counter;
+    if (!PyArg_ParseTuple(args, "OOOO", &xo, &yo, &oo, &co))
+        return NULL;
+    if (sgemm_address == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no BLAS was given (use_blas)");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(xo, &x, PyBUF_RECORDS_RO) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(yo, &y, PyBUF_RECORDS_RO) < 0)
+        goto x_held;
+    if (get_f32(oo, &out, 1, "out") < 0)
+        goto y_held;
+    if (get_i64(co, &counter, 1, "counter") < 0)
+        goto out_held;
+    stack_job j = {{stack_parts, 0, 0, 0, 0}, x.buf, y.buf, out.buf, counter.buf, 1, x.ndim - 2};
+    int fits = x.ndim >= 2 && x.ndim <= STACK_DIMS + 2 && y.ndim == x.ndim && x.itemsize == 4 && y.itemsize == 4
+               && x.format != NULL && y.format != NULL && strcmp(x.format, "f") == 0 && strcmp(y.format, "f") == 0
+               && stack_layout(&x, j.dims, &j.xv) == 0 && stack_layout(&y, j.dims, &j.yv) == 0
+               && x.shape[x.ndim - 1] == y.shape[y.ndim - 2];
+    for (Py_ssize_t d = 0; fits && d < j.dims; d++) {
+        fits = x.shape[d] == y.shape[d];
+        j.shape[d] = x.shape[d], j.entries *= x.shape[d];
+    }
+    if (fits) {
+        j.m = j.xv.rows, j.k = j.xv.cols, j.n = j.yv.cols;
+        fits = j.m > 0 && j.k > 0 && j.n > 0 && holds(out.len, j.entries, j.m, j.n, 1)
+               && (sgemm_ilp64 || ((double)j.xv.ld * j.m < INT32_MAX && (double)j.yv.ld * j.k < INT32_MAX
+                                   && (double)j.xv.ld * j.k < INT32_MAX && (double)j.yv.ld * j.n < INT32_MAX));
+    }
+    if (!fits)
+        PyErr_SetString(PyExc_ValueError, "x (..., m, k) and y (..., k, n) must be float32 views of one stack, each "
+                                          "matrix's rows or columns one float apart, out (..., m, n) C-contiguous");
+    else
+        result = PyLong_FromSsize_t(run_call(&j.base, &counter));
+    PyBuffer_Release(&counter);
+out_held:
+    PyBuffer_Release(&out);
+y_held:
+    PyBuffer_Release(&y);
+x_held:
+    PyBuffer_Release(&x);
+    return result;
+}
+
 /* Elements a part of binary holds (64 KB of each operand). */
 #define ELEMENTS_PART 16384
 
@@ -2234,6 +2369,10 @@ static PyMethodDef methods[] = {
      "binary(x, y, out, counter, op, relu): out = x + y, x - y or x y (op 0, 1, 2; float32; out as long as x, "
      "possibly x or y; y as long or repeated along x), negatives made 0 when relu, in parts taken from counter[0], shared with counter[1] spinning workers "
      "when given; the count this call ran."},
+    {"products", products, METH_VARARGS,
+     "products(x, y, out, counter): each matrix of the stack x (..., m, k) times y's (..., k, n) into out (..., m, n; "
+     "C-contiguous), x and y float32 views read in place (a matrix's rows or columns one float apart), entries "
+     "taken from counter[0], shared with counter[1] spinning workers when given; the count this call ran."},
     {"join", join, METH_NOARGS, "join(): the posted job's parts run on this thread, if one is posted with a seat left."},
     {"spinners", spinning, METH_NOARGS, "spinners(): the threads spinning now that join posted jobs."},
     {"use_blas", use_blas, METH_VARARGS,
