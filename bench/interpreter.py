@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -182,15 +183,18 @@ class Engine:
     def __init__(self, engine: str, model: str, threads: int, warmup: int):
         self.name, self.times, self.cpu, self.report = engine, [], [], {}
         python = sys.executable if engine == "miltext" else PEER_PYTHON
+        # stderr to a file: a pipe nobody reads would stop a worker that warns a lot
+        self.errors = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen([python, os.path.abspath(__file__), "--worker", engine, model, str(threads),
                                          str(warmup)], env=thread_env(threads), stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                        stdout=subprocess.PIPE, stderr=self.errors, text=True)
         self._answer()          # loaded and warmed up
 
     def _answer(self) -> dict:
         line = self.process.stdout.readline()
         if not line:
-            raise SystemExit(f"{self.name} failed:\n{self.process.stderr.read()[-3000:]}")
+            self.errors.seek(0)
+            raise SystemExit(f"{self.name} failed:\n{self.errors.read()[-3000:]}")
         return json.loads(line)
 
     def slice(self, seconds: float, rounds: int) -> float:
@@ -207,6 +211,7 @@ class Engine:
         self.process.stdin.flush()
         self.report = self._answer()
         self.process.wait()
+        self.errors.close()
 
     def median(self, what: str = "times") -> float:
         return statistics.median(t for part in getattr(self, what) for t in part)
