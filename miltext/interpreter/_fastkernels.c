@@ -1884,7 +1884,8 @@ product_columns(PyObject *self, PyObject *args)
 
 /* ---- A stack of matrix products (attention's, a head each): the stack's entries taken from
  * a counter. The operands are views read in place through their strides (a head of a split
- * is one: a copy of it cost more than its product), the BLAS told each matrix's row stride. */
+ * is one, its rows a whole token apart: no copy of it is made), the BLAS told each matrix's
+ * row stride. */
 
 #define STACK_DIMS 8
 
