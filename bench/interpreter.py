@@ -310,10 +310,11 @@ def main() -> None:
             cycle_rows.append(f"{model:<11}{threads:>4}  " + "  ".join(f"{r:.2f}" for r in paired[threads]["onnxruntime"]))
         if len(args.threads) > 1:
             first, last = args.threads[0], args.threads[-1]
-            scaling_rows.append(f"{model:<11}" + "".join(
-                "{:>14.2f} ({:.2f}-{:.2f})".format(*(lambda q: (q[1], q[0], q[2]))(quartiles(
-                    [b / a for a, b in zip(paired[first][peer], paired[last][peer])])))
-                for peer in ENGINES[1:]))
+            cells = []
+            for peer in ENGINES[1:]:
+                low, mid, high = quartiles([b / a for a, b in zip(paired[first][peer], paired[last][peer])])
+                cells.append(f"{mid:>14.2f} ({low:.2f}-{high:.2f})")
+            scaling_rows.append(f"{model:<11}" + "".join(cells))
         blas = engines[args.threads[-1]]
         print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(blas['miltext'].report.get('blas', []))}, "
               f"onnxruntime/torch: {'; '.join(blas['torch'].report.get('blas', []))}")
