@@ -236,10 +236,10 @@ def _readable(v):
     negative."""
     rows, cols = v.shape[-2:]
     row_stride, col_stride = v.strides[-2:]
-    if min(v.strides) >= 0 and row_stride % 4 == col_stride % 4 == 0 and ((cols == 1 or col_stride == 4) and (rows == 1 or row_stride >= 4 * cols)
-                                or (rows == 1 or row_stride == 4) and (cols == 1 or col_stride >= 4 * rows)):
-        return v
-    return np.ascontiguousarray(v)
+    by_rows = (cols == 1 or col_stride == 4) and (rows == 1 or row_stride >= 4 * cols)
+    by_columns = (rows == 1 or row_stride == 4) and (cols == 1 or col_stride >= 4 * rows)
+    whole_floats = row_stride % 4 == col_stride % 4 == 0
+    return v if min(v.strides) >= 0 and whole_floats and (by_rows or by_columns) else np.ascontiguousarray(v)
 
 
 class _Task:
