@@ -90,9 +90,9 @@ def worker(engine: str, model: str, threads: int, warmup: int) -> None:
         from miltext.model.io import read_model
         m = read_model(p["mlpackage"])
         session = miltext.Session(m.program, weights=m.folder)
-        step = lambda: next(iter(session.run(inputs).values()))     # noqa: E731
+        step = lambda: next(iter(session.run(inputs, threads=threads).values()))     # noqa: E731
         start = time.perf_counter()
-        miltext.run(m.program, inputs, weights=m.folder)
+        miltext.run(m.program, inputs, weights=m.folder, threads=threads)
         info["one_shot"] = time.perf_counter() - start              # prepare and run, once
     elif engine == "onnxruntime":
         import onnxruntime as ort

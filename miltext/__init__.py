@@ -94,13 +94,14 @@ def check(program: "Program", *, filename: str | None = None, source: str | None
 
 
 def run(program: "Program", inputs: dict, function: str = "main", states: dict | None = None,
-        weights: str | None = None) -> dict:
+        weights: str | None = None, threads: int | None = None) -> dict:
     """The outputs of `function` for `inputs` (name -> numpy array), computed by miltext's NumPy
     interpreter (docs/run.md); `states` are a stateful model's, updated in place; `weights` is
-    the folder blob references are relative to. To run one program many times, keep a
+    the folder blob references are relative to; `threads`, at most how many threads it uses
+    (None: as NumPy's BLAS was given). To run one program many times, keep a
     `miltext.Session(program, weights)` and call its run: it is prepared once."""
     from .interpreter import run as run_program
-    return run_program(program, inputs, function, states, weights)
+    return run_program(program, inputs, function, states, weights, threads=threads)
 
 
 def from_coremltools(obj, folder=None) -> "Program":

@@ -1,14 +1,17 @@
 """NumPy's BLAS threads during a run (issue 30): a run holds one throughout, and lends the
 others to the pool that shares its big products (no OpenBLAS thread is woken), none on a
 machine whose cores are all busy; the caller's setting back afterwards. Outside a run, one
-thread for a product too small to share, every thread for a big one."""
+thread for a product too small to share, every thread for a big one. A run given `threads`
+(`--threads`) uses that many, busy or not, whatever the BLAS was given."""
 import math
 import os
 from contextlib import nullcontext
 
 import numpy as np
+import pytest
 
 import miltext
+from miltext.cli import main
 from miltext.interpreter import blas_threads, fast_kernels, parallel
 
 
@@ -79,6 +82,56 @@ def test_a_run_holds_one_thread_and_lends_the_rest_to_the_pool_unless_busy(monke
         assert local_threads(setter) == 2          # the caller's count, back after the run
     finally:
         setter(before)
+
+
+BIG_PRODUCT = miltext.loads("main[CoreML7](%b: (256, 256, fp32)) {\n  block0() {\n"
+                            '    %c: (256, 256, fp32) = matmul(x=%b, y=%b, name="c")\n  } -> (%c)\n}\n')
+
+
+def test_a_run_given_threads_uses_that_many_busy_or_not(monkeypatch, tmp_path, capsys):
+    setter = blas_threads._local_setter()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    monkeypatch.setattr(blas_threads, "_own_load", lambda: 0.0)
+    monkeypatch.setattr(parallel, "_CORES", max(parallel._CORES, 2))     # two threads, on one core too
+    monkeypatch.setattr(fast_kernels, "_blas", False)       # NumPy's products, shared by parallel.split
+    pieces = []
+    split = parallel.split
+    monkeypatch.setattr(parallel, "split", lambda count, work, share: (pieces.append(share), split(count, work, share)))
+    b = np.arange(256 * 256, dtype=np.float32).reshape(256, 256) % 7
+    with pytest.raises(ValueError, match="threads must be a whole number of at least 1, not 0"):
+        miltext.Session(BIG_PRODUCT).run({"b": b}, threads=0)
+    if setter is None:      # another BLAS: a run keeps to one thread, given threads or not
+        lent = []
+        miltext.Session(BIG_PRODUCT).run({"b": b}, threads=2, observer=lambda *_: lent.append(blas_threads.lent()))
+        assert lent == [1] and pieces == []
+        return
+    runs = [  # (the BLAS's threads, the machine busy, threads given) -> the threads lent, the pieces
+        ((1, True, 2), 2, [2]), ((2, True, None), 1, []), ((2, False, None), 2, [2]), ((2, False, 1), 1, [])]
+    before = setter(1)
+    try:
+        for (blas, busy, threads), lent, shared in runs:
+            pieces.clear()
+            setter(blas)
+            monkeypatch.setattr(os, "getloadavg", lambda busy=busy: (cores + 0.5 if busy else 0.0, 0.0, 0.0))
+            seen = []
+            out = miltext.Session(BIG_PRODUCT).run({"b": b}, threads=threads, observer=lambda *_, seen=seen: seen.append(
+                (blas_threads.lent(), local_threads(setter))))
+            np.testing.assert_array_equal(out["c"], b.astype(np.float64) @ b)
+            assert (seen, pieces) == ([(lent, 1)], shared), (blas, busy, threads)
+            assert local_threads(setter) == blas and blas_threads.lent() == 1     # as before the run
+        path = tmp_path / "m.mil"
+        path.write_text(miltext.dumps(BIG_PRODUCT))
+        np.save(tmp_path / "b.npy", b)
+        pieces.clear()
+        assert main(["run", str(path), "-i", f"b={tmp_path / 'b.npy'}", "--threads", "2", "-o", str(tmp_path / "o.npz")]) == 0
+        np.testing.assert_array_equal(np.load(tmp_path / "o.npz")["c"], b.astype(np.float64) @ b)
+        assert pieces == [2]
+    finally:
+        setter(before)
+    for bad in ("0", "-1", "1.5", "two"):
+        with pytest.raises(SystemExit):
+            main(["run", str(path), "--threads", bad])
+        assert f"'{bad}' is not a whole number of threads, 1 or more" in capsys.readouterr().err
 
 
 def test_the_sgemm_found_multiplies_as_numpy_does():

@@ -16,7 +16,7 @@ ERROR_STATUS = 2
 
 
 def add_arguments(p) -> None:
-    from .run_cmd import _bytes, _seconds
+    from .run_cmd import _bytes, _seconds, add_threads
     p.add_argument("a", metavar="A", help="the model whose ops are followed")
     p.add_argument("b", metavar="B", nargs="?", help="the model it is compared with")
     p.add_argument("--against", metavar="VALUES.npz", help="compare A with these values instead of a model B")
@@ -30,6 +30,7 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="the report as one JSON object")
     p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS", help="stop each run after this long")
     p.add_argument("--max-memory", type=_bytes, default=None, metavar="SIZE", help="as run's --max-memory")
+    add_threads(p)
     from .check_cmd import add_confine_refs
     add_confine_refs(p)
 
@@ -49,7 +50,8 @@ def run(args) -> int:
         return 2
     limits = Limits(max_memory=args.max_memory)
     inputs = dict(_named(spec, limits) for spec in args.input)
-    options = dict(timeout=args.timeout, max_memory=args.max_memory, confine_refs=args.confine_refs)
+    options = dict(timeout=args.timeout, max_memory=args.max_memory, threads=args.threads,
+                   confine_refs=args.confine_refs)
     a = Side(args.a, args.function)
     try:
         if args.against:

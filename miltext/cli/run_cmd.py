@@ -43,6 +43,7 @@ def add_arguments(p) -> None:
     p.add_argument("--max-memory", type=_bytes, default=None, metavar="SIZE",
                    help="refuse a tensor that would take the run past this (e.g. 4G; half the RAM, "
                         "at most 16G); also bounds the inputs and the --expect arrays")
+    add_threads(p)
     add_confine_refs(p)
 
 
@@ -70,7 +71,7 @@ def run(args) -> int:
         else:
             outputs = run_program(model.program, inputs, args.function, states, weights=model.folder,
                                   confine_refs=args.confine_refs, timeout=args.timeout,
-                                  max_memory=args.max_memory)
+                                  max_memory=args.max_memory, threads=args.threads)
     except (RunError, WeightRefError) as e:
         if e.loc is None:
             raise InputError(f"{args.model}: {e.message}") from None
@@ -95,7 +96,7 @@ def _traced(model, inputs: dict, states: dict, args) -> dict:
     with Session(model.program, model.folder, args.confine_refs) as session:
         return write_trace(args.trace, lambda on_value: trace(
             session, inputs, on_value, args.function, args.trace_ops, args.trace_vars, states=states,
-            timeout=args.timeout, max_memory=args.max_memory), read, args.force)
+            timeout=args.timeout, max_memory=args.max_memory, threads=args.threads), read, args.force)
 
 
 def _names(text: str) -> list:
@@ -115,6 +116,19 @@ def _seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
     return value
+
+
+def add_threads(p) -> None:
+    p.add_argument("--threads", type=_count, default=None, metavar="N",
+                   help="run on at most N threads (as many as OPENBLAS_NUM_THREADS or the cores, "
+                        "one while the machine is busy)")
+
+
+def _count(text: str) -> int:
+    import argparse
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of threads, 1 or more")
+    return int(text)
 
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

@@ -17,15 +17,17 @@ from .session import Session
 
 def run(program, inputs: dict, function: str = "main", states: dict | None = None,
         weights: str | None = None, timeout: float | None = None, max_memory: int | None = None,
-        confine_refs: bool = False) -> dict:
+        confine_refs: bool = False, threads: int | None = None) -> dict:
     """The outputs of `function` of `program` (name -> numpy array) for `inputs` (name -> array);
     `states` (name -> array) are a stateful model's states, updated in place by write_state;
     `weights` is the folder blob references are relative to (`@model_path`). The run stops
     with a RunError after `timeout` seconds and before any tensor that would take it past
     `max_memory` bytes (None: the defaults of limits.py). `confine_refs` refuses weight
-    references that lead out of `weights`. One run of a Session: a Session runs the program
+    references that lead out of `weights`; `threads` is at most how many threads the run
+    uses (see Session.run). One run of a Session: a Session runs the program
     again without preparing it again."""
-    return Session(program, weights, confine_refs).run(inputs, function, states, timeout, max_memory)
+    return Session(program, weights, confine_refs).run(inputs, function, states, timeout, max_memory,
+                                                        threads=threads)
 
 
 __all__ = ["run", "Session", "RunError"]

@@ -84,17 +84,20 @@ class _Threads:
 
 class _Run:
     """One run's context: one BLAS thread throughout, and in `_thread.full` the threads lent
-    to the pool (0 when the machine is busy or the BLAS has one thread anyway)."""
-    __slots__ = ("setter", "before", "outer")
+    to the pool: `threads` when given, else the BLAS's (0 when that is one, or the machine is
+    busy)."""
+    __slots__ = ("setter", "threads", "before", "outer")
 
-    def __init__(self, setter):
-        self.setter, self.before, self.outer = setter, 0, None
+    def __init__(self, setter, threads: int | None):
+        self.setter, self.threads, self.before, self.outer = setter, threads, 0, None
 
     def __enter__(self):
         self.before = self.setter(1)
         self.outer = getattr(_thread, "full", None)
-        # the load asked only when there are threads to lend (5 us of a small model's run)
-        _thread.full = 0 if self.before <= 1 or busy() else self.before
+        if self.threads is not None:
+            _thread.full = self.threads if self.threads > 1 else 0
+        else:   # the load asked only when there are threads to lend (5 us of a small model's run)
+            _thread.full = 0 if self.before <= 1 or busy() else self.before
         return self
 
     def __exit__(self, *exc):
@@ -144,10 +147,12 @@ class _OwnLoad:
 _own_load = _OwnLoad()
 
 
-def for_run():
-    """A context for one run: one BLAS thread, the others lent to the pool unless the machine is busy."""
+def for_run(threads: int | None = None):
+    """A context for one run: one BLAS thread, and `threads` - 1 more lent to the pool (None:
+    the BLAS's others, unless the machine is busy). Only with OpenBLAS, whose count a thread
+    can set for itself; under another BLAS a run keeps to one thread of its own."""
     setter = _local_setter()
-    return _NULL if setter is None else _Run(setter)
+    return _NULL if setter is None else _Run(setter, threads)
 
 
 def lent() -> int:

@@ -98,7 +98,7 @@ class Evaluator:
             env[var.name] = _as_input(var, inputs[var.name])
         parallel.keep_freed_memory()
         try:
-            with np.errstate(all="ignore"), warnings.catch_warnings(), blas_threads.for_run():
+            with np.errstate(all="ignore"), warnings.catch_warnings(), blas_threads.for_run(self.limits.threads):
                 warnings.simplefilter("ignore", RuntimeWarning)    # NaN and inf are answers here
                 outputs = self.block(fn.block, env, fn.opset)
         finally:

@@ -1,6 +1,6 @@
 """What a run may spend: time (`--timeout`) and memory (`--max-memory`), each checked before the
 work starts, so that a tiny hostile program ends in a located error, never a hang or a
-MemoryError. docs/run.md states the defaults."""
+MemoryError; and threads (`--threads`). docs/run.md states the defaults."""
 from __future__ import annotations
 
 import math
@@ -37,11 +37,15 @@ def size_text(n: float) -> str:
 
 
 class Limits:
-    """The deadline and the memory bound of one run."""
+    """The deadline, the memory bound and the threads of one run (`threads` None: as many as
+    the BLAS was given, one on a busy machine; see blas_threads.for_run)."""
 
-    def __init__(self, timeout: float | None = None, max_memory: int | None = None):
+    def __init__(self, timeout: float | None = None, max_memory: int | None = None, threads: int | None = None):
         self.timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
         self.max_memory = default_max_memory() if max_memory is None else int(max_memory)
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a whole number of at least 1, not {threads!r}")
+        self.threads = threads
         self.deadline = time.monotonic() + self.timeout
         self.loops: list = []         # the while_loop ops running, innermost last, with their passes
 

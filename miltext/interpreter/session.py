@@ -25,11 +25,14 @@ class Session:
         self._evaluator = Evaluator(program, weights, confine_refs=confine_refs)
 
     def run(self, inputs: dict, function: str = "main", states: dict | None = None,
-            timeout: float | None = None, max_memory: int | None = None, observer=None) -> dict:
+            timeout: float | None = None, max_memory: int | None = None, observer=None,
+            threads: int | None = None) -> dict:
         """The outputs of `function` (name -> numpy array) for `inputs` (name -> array);
         `states` (name -> array) are a stateful model's, updated in place by write_state. The
         run stops with a RunError after `timeout` seconds and before any tensor that would take
-        it past `max_memory` bytes (None: the defaults of limits.py).
+        it past `max_memory` bytes (None: the defaults of limits.py). It uses at most `threads`
+        threads (None: as many as NumPy's BLAS was given, OPENBLAS_NUM_THREADS or the cores, and
+        one while the machine is busy; a number is used as given, busy or not).
 
         `observer(function, path, op, values)` is called after each op with the values it gave
         (var name -> value): `path` is () in the function's block, and inside a nested block
@@ -38,7 +41,7 @@ class Session:
         own block read is no step of its own (its readers take the value directly): the
         observer is not called for it."""
         from .limits import Limits
-        return self._evaluator.run(function, inputs, states, Limits(timeout, max_memory), observer)
+        return self._evaluator.run(function, inputs, states, Limits(timeout, max_memory, threads), observer)
 
     def const_value(self, op):
         """The value of a const op, as runs read it (a run binds most consts straight to the
