@@ -122,16 +122,21 @@ def test_a_run_given_threads_uses_that_many_busy_or_not(monkeypatch, tmp_path, c
         path = tmp_path / "m.mil"
         path.write_text(miltext.dumps(BIG_PRODUCT))
         np.save(tmp_path / "b.npy", b)
+        setter(1)           # left alone, the commands' runs would keep to one thread
         pieces.clear()
         assert main(["run", str(path), "-i", f"b={tmp_path / 'b.npy'}", "--threads", "2", "-o", str(tmp_path / "o.npz")]) == 0
         np.testing.assert_array_equal(np.load(tmp_path / "o.npz")["c"], b.astype(np.float64) @ b)
         assert pieces == [2]
+        pieces.clear()      # fp16-check: its fp16 run and its fp32 run, each on the threads given
+        assert main(["fp16-check", str(path), "-i", f"b={tmp_path / 'b.npy'}", "--threads", "2"]) == 0
+        assert pieces == [2, 2] and "every op stays within fp16's range" in capsys.readouterr().out
     finally:
         setter(before)
-    for bad in ("0", "-1", "1.5", "two"):
-        with pytest.raises(SystemExit):
-            main(["run", str(path), "--threads", bad])
-        assert f"'{bad}' is not a whole number of threads, 1 or more" in capsys.readouterr().err
+    for command in ("run", "fp16-check"):
+        for bad in ("0", "-1", "1.5", "two"):
+            with pytest.raises(SystemExit):
+                main([command, str(path), "--threads", bad])
+            assert f"'{bad}' is not a whole number of threads, 1 or more" in capsys.readouterr().err
 
 
 def test_the_sgemm_found_multiplies_as_numpy_does():

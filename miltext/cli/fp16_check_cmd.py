@@ -15,7 +15,7 @@ import sys
 
 from . import write_stdout
 from .check_cmd import add_confine_refs
-from .run_cmd import _bytes, _line, _named, _seconds
+from .run_cmd import _bytes, _line, _named, _seconds, add_threads
 
 ERROR_STATUS = 2
 
@@ -39,6 +39,7 @@ def add_arguments(p) -> None:
                    help="stop each run after this long (600)")
     p.add_argument("--max-memory", type=_bytes, default=None, metavar="SIZE",
                    help="bound each run, and the fp16 values kept to compare (half the RAM, at most 16G)")
+    add_threads(p)
     add_confine_refs(p)
 
 
@@ -68,8 +69,8 @@ def run(args) -> int:
             raise InputError(f"{args.model}: no op computes in fp32, so there is nothing to move to fp16 "
                              "(check the fp32 conversion: compute_precision=ct.precision.FLOAT32)")
         session16 = Session(program16, weights=model.folder, confine_refs=args.confine_refs)
-        causes = fp16.check(session32, session16, inputs, args.function, budget,
-                            args.timeout, args.max_memory, casts)
+        causes = fp16.check(session32, session16, inputs, args.function, budget, timeout=args.timeout,
+                            max_memory=args.max_memory, threads=args.threads, casts=casts)
     except (RunError, WeightRefError) as e:
         print(_at(args.model, model.text, e.loc, e.message) if e.loc else located(args.model, None, e.message),
               file=sys.stderr)

@@ -217,15 +217,17 @@ def _const_fp16(value):
 
 
 # ---- the check ----
-def check(session32, session16, inputs: dict, function: str = "main", budget: float = DEFAULT_BUDGET,
-          timeout=None, max_memory=None, casts: frozenset = frozenset()) -> list:
+def check(session32, session16, inputs: dict, function: str = "main", budget: float = DEFAULT_BUDGET, *,
+          timeout=None, max_memory=None, threads=None, casts: frozenset = frozenset()) -> list:
     """The causes (each with its consequences), in program order, of running `session16` (the
     fp16 copy) where `session32` gives the reference. The fp16 run goes first and keeps its
-    float values (mostly fp16: half the bytes of fp32's) until the fp32 run reaches the same op."""
+    float values (mostly fp16: half the bytes of fp32's) until the fp32 run reaches the same op.
+    timeout, max_memory and threads bound each run, as Session.run's do."""
     from ..interpreter import RunError
     from ..interpreter.evaluator import _reads
     from ..interpreter.limits import Limits, size_text
-    limits = Limits(timeout, max_memory)
+    limits = Limits(timeout, max_memory, threads)
+    options = dict(timeout=timeout, max_memory=max_memory, threads=threads)
     halves, held = {}, [0]
 
     def keep(fn, path, op, values):
@@ -239,7 +241,7 @@ def check(session32, session16, inputs: dict, function: str = "main", budget: fl
                 halves[(path, name)] = value.copy()
                 held[0] += value.nbytes
 
-    session16.run(inputs, function, timeout=timeout, max_memory=max_memory, observer=keep)
+    session16.run(inputs, function, observer=keep, **options)
 
     causes: dict = {}       # var name -> the causes it comes from (findings only)
     found: list = []
@@ -271,7 +273,7 @@ def check(session32, session16, inputs: dict, function: str = "main", budget: fl
                 causes[name] = [finding]
                 found.append(finding)
 
-    session32.run(inputs, function, timeout=timeout, max_memory=max_memory, observer=compare)
+    session32.run(inputs, function, observer=compare, **options)
     return found
 
 
