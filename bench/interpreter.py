@@ -225,6 +225,16 @@ def quartiles(values: list) -> tuple:
     return low, mid, high
 
 
+def median_interval(values: list, draws: int = 4000) -> tuple:
+    """A 95% interval for the median of `values` (each cycle's): the 2.5th and 97.5th
+    percentiles of the medians of `draws` resamplings of them, seeded (the same values give
+    the same interval)."""
+    import random
+    pick = random.Random(0)
+    medians = sorted(statistics.median(pick.choices(values, k=len(values))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
+
+
 def row(model: str, threads: int, engines: dict, paired: dict, weights: int, largest: int) -> str:
     """One line of the table: medians over every slice's runs, the median of the paired ratios
     (each cycle's slices, run within a second or two of each other) and their quartiles, peaks."""
@@ -312,8 +322,12 @@ def main() -> None:
             first, last = args.threads[0], args.threads[-1]
             cells = []
             for peer in ENGINES[1:]:
-                low, mid, high = quartiles([b / a for a, b in zip(paired[first][peer], paired[last][peer])])
-                cells.append(f"{mid:>14.2f} ({low:.2f}-{high:.2f})")
+                scaling = [b / a for a, b in zip(paired[first][peer], paired[last][peer])]
+                low, mid, high = quartiles(scaling)
+                pooled = ((engines[last]["miltext"].median() / engines[last][peer].median())
+                          / (engines[first]["miltext"].median() / engines[first][peer].median()))
+                cells.append(f"{mid:>8.2f} ({low:.2f}-{high:.2f}; {'{:.2f}-{:.2f}'.format(*median_interval(scaling))})"
+                             f" {pooled:.2f}")
             scaling_rows.append(f"{model:<11}" + "".join(cells))
         blas = engines[args.threads[-1]]
         print(f"{'':<15}BLAS: miltext (numpy) {'; '.join(blas['miltext'].report.get('blas', []))}, "
@@ -329,8 +343,9 @@ def main() -> None:
           "weights it maps in count); w+2a: the model's weights + twice its largest activation")
     if scaling_rows:
         print(f"\nmiltext's ratio at {args.threads[-1]} threads over its ratio at {args.threads[0]} in the same cycle "
-              "(below 1: miltext gains more from the threads than the peer), median (quartiles):")
-        print(f"{'model':<11}{'vs onnxruntime':>27}{'vs torch':>27}")
+              "(below 1: miltext gains more from the threads than the peer): the median (quartiles; a 95% interval "
+              "for the median, resampling the cycles), then the same of the medians over every slice's runs:")
+        print(f"{'model':<11}{'vs onnxruntime':>36}{'vs torch':>36}")
         print("\n".join(scaling_rows))
     print("\nmiltext / onnxruntime in each cycle:")
     print("\n".join(cycle_rows))
